@@ -1,0 +1,96 @@
+/**
+ * `ortserve convert`: a llama-family GGUF file → a model directory in the Hugging Face layout that
+ * ortserve and transformers.js load: config.json, generation_config.json, tokenizer.json,
+ * tokenizer_config.json and onnx/<model>.onnx + external data.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { openGguf } from "../gguf/reader.ts";
+import type { GgufValue } from "../gguf/types.ts";
+import { readHyperparameters } from "./architectures.ts";
+import { emitDecoderGraph } from "./decoder-graph.ts";
+import { GgufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
+import { buildGenerationConfig, buildModelConfig, onnxFileName, type SpecialTokenIds } from "./hf-config.ts";
+import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
+import { buildTokenizerFiles } from "./tokenizer.ts";
+
+/** Bumped whenever converted output changes, so cached conversions are redone. */
+export const CONVERTER_VERSION = "1";
+
+export interface ConvertOptions {
+  format: WeightFormat;
+  onProgress?: (done: number, total: number, label: string) => void;
+}
+
+function writeJson(path: string, value: unknown): void {
+  writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+function tokenIds(metadata: Map<string, GgufValue>): SpecialTokenIds {
+  const id = (key: string) => {
+    const v = metadata.get(key);
+    return typeof v === "number" ? v : undefined;
+  };
+  const eos = id("tokenizer.ggml.eos_token_id");
+  const eot = id("tokenizer.ggml.eot_token_id");
+  const eosIds = [...new Set([eos, eot].filter((v): v is number => v !== undefined))];
+  return { bosId: id("tokenizer.ggml.bos_token_id"), eosIds, padId: id("tokenizer.ggml.padding_token_id") };
+}
+
+export async function convertGguf(
+  ggufPath: string,
+  outDir: string,
+  opts: ConvertOptions,
+): Promise<{ files: string[] }> {
+  const file = openGguf(ggufPath);
+  try {
+    const hp = readHyperparameters(file.metadata);
+    const tied = !file.tensor("output.weight");
+    const ids = tokenIds(file.metadata);
+    const onnxDir = join(outDir, "onnx");
+    mkdirSync(onnxDir, { recursive: true });
+
+    const modelName = onnxFileName(opts.format);
+    // Written under temporary names and renamed at the end, so an interrupted run leaves no half model.
+    const tmpModel = join(onnxDir, `.${modelName}.partial`);
+    const tmpData = join(onnxDir, `${modelName}_data.partial`);
+    const external = new ExternalDataFile(tmpData, `${modelName}_data`);
+    const graph = new GraphBuilder(external);
+    const total = hp.layers + 2;
+    opts.onProgress?.(0, total, "embeddings");
+    try {
+      emitDecoderGraph(graph, hp, new GgufWeightProvider(file, hp, opts.format), (layer) =>
+        opts.onProgress?.(layer + 1, total, `layer ${layer + 1}/${hp.layers}`),
+      );
+    } finally {
+      external.close();
+    }
+    writeFileSync(tmpModel, graph.encode({ producerVersion: CONVERTER_VERSION }));
+    renameSync(tmpData, join(onnxDir, `${modelName}_data`));
+    renameSync(tmpModel, join(onnxDir, modelName));
+    opts.onProgress?.(total - 1, total, "tokenizer");
+
+    const tokenizer = buildTokenizerFiles(file.metadata, { modelMaxLength: hp.contextLength });
+    writeJson(join(outDir, "tokenizer.json"), tokenizer.tokenizerJson);
+    writeJson(join(outDir, "tokenizer_config.json"), tokenizer.tokenizerConfigJson);
+    const formats = (["q4", "fp32"] as const).filter((f) => existsSync(join(onnxDir, onnxFileName(f))));
+    writeJson(join(outDir, "config.json"), buildModelConfig(hp, ids, tied, formats));
+    writeJson(join(outDir, "generation_config.json"), buildGenerationConfig(ids));
+    opts.onProgress?.(total, total, "done");
+    return {
+      files: [
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        `onnx/${modelName}`,
+        `onnx/${modelName}_data`,
+      ].map((f) => join(outDir, f)),
+    };
+  } catch (err) {
+    rmSync(join(outDir, "onnx", `.${onnxFileName(opts.format)}.partial`), { force: true });
+    throw err;
+  } finally {
+    file.close();
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * Emits the decoder-with-past graph (the Optimum / transformers.js contract):
+ *   inputs  input_ids [batch, seq], attention_mask [batch, past+seq], position_ids [batch, seq],
+ *           past_key_values.{i}.key/value [batch, kv_heads, past, head_dim],
+ *           num_logits_to_keep (scalar, optional, default 0 = every position; k = the last k)
+ *   outputs logits [batch, seq|k, vocab], present.{i}.key/value [batch, kv_heads, past+seq, head_dim]
+ *
+ * CPU recipe: packed QKV and gate/up projections, com.microsoft RotaryEmbedding driven by
+ * position_ids, GroupQueryAttention (KV heads shared without copies; seqlens from the mask),
+ * SkipSimplifiedLayerNormalization fusing each residual add with the next RMSNorm.
+ */
+import type { Hyperparameters } from "./architectures.ts";
+import type { GraphBuilder } from "./onnx/graph-builder.ts";
+import { OnnxDataType } from "./onnx/proto.ts";
+import { type NBitsWeight, offsetMatrix } from "./quantized-weights.ts";
+
+const MS = "com.microsoft";
+const F = OnnxDataType.FLOAT;
+
+/** A linear layer's weight as the graph will store it. */
+export type LinearWeight =
+  | { kind: "nbits"; weight: NBitsWeight }
+  /** Row-major [n, k] floats (PyTorch layout). */
+  | { kind: "f32"; n: number; k: number; values: Float32Array };
+
+/** Supplies weights as the graph needs them, so only one layer's tensors are in memory at a time. */
+export interface WeightProvider {
+  /** Token embedding rows [vocab, hidden]: quantized 8-bit blocks, or floats. */
+  embedding(): LinearWeight;
+  /** The output projection; `undefined` when tied to the embedding. */
+  lmHead(): LinearWeight | undefined;
+  /** Packed Q, K, V rows (Q/K already in half-rotation RoPE order). */
+  qkv(layer: number): LinearWeight;
+  attnOutput(layer: number): LinearWeight;
+  /** Packed gate and up rows. */
+  gateUp(layer: number): LinearWeight;
+  down(layer: number): LinearWeight;
+  norm(name: "attn" | "ffn", layer: number): Float32Array;
+  outputNorm(): Float32Array;
+}
+
+/** RoPE tables computed the way llama.cpp does (float32, theta advanced by repeated multiplication). */
+export function ropeCaches(maxPositions: number, headDim: number, theta: number): [Float32Array, Float32Array] {
+  const half = headDim / 2;
+  const cos = new Float32Array(maxPositions * half);
+  const sin = new Float32Array(maxPositions * half);
+  const thetaScale = Math.fround(theta ** (-2 / headDim));
+  for (let p = 0; p < maxPositions; p++) {
+    let t = Math.fround(p);
+    for (let i = 0; i < half; i++) {
+      cos[p * half + i] = Math.cos(t);
+      sin[p * half + i] = Math.sin(t);
+      t = Math.fround(t * thetaScale);
+    }
+  }
+  return [cos, sin];
+}
+
+function transpose(values: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(values.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = values[r * cols + c]!;
+  return out;
+}
+
+class DecoderGraphEmitter {
+  private readonly blockSums = new Map<string, string>();
+  private readonly g: GraphBuilder;
+  private readonly hp: Hyperparameters;
+
+  constructor(g: GraphBuilder, hp: Hyperparameters) {
+    this.g = g;
+    this.hp = hp;
+  }
+
+  /** Stores a linear weight; returns a function applying it to an input value. */
+  linear(name: string, w: LinearWeight): (input: string) => string {
+    const g = this.g;
+    if (w.kind === "f32") {
+      const b = g.initializer(`${name}.weight_t`, F, [w.k, w.n], transpose(w.values, w.n, w.k));
+      return (input) => g.op("MatMul", [input, b], `${name}.out`);
+    }
+    const q = w.weight;
+    const blocks = q.k / q.blockSize;
+    const data = g.initializer(`${name}.qweight`, OnnxDataType.UINT8, [q.n, blocks, (q.blockSize * q.bits) / 8], q.data);
+    const scales = g.initializer(`${name}.scales`, F, [q.n, blocks], q.scales);
+    const offsets = q.offsets ? g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q)) : undefined;
+    const attrs = { K: q.k, N: q.n, bits: q.bits, block_size: q.blockSize, accuracy_level: 4 };
+    return (input) => {
+      const y = g.op("MatMulNBits", [input, data, scales], `${name}.out`, attrs, MS);
+      if (!offsets) return y;
+      const corr = g.op("MatMul", [this.blockSum(input, q.blockSize, blocks), offsets], `${name}.offset`);
+      return g.op("Add", [y, corr], `${name}.sum`);
+    };
+  }
+
+  /** Sums of the input over each weight block, shared by every projection reading the same input. */
+  private blockSum(input: string, blockSize: number, blocks: number): string {
+    const key = `${input}/${blockSize}`;
+    let sum = this.blockSums.get(key);
+    if (!sum) {
+      const g = this.g;
+      const shaped = g.op("Reshape", [input, g.int64s([0, 0, blocks, blockSize])], `${input}.blocks`);
+      sum = g.op("ReduceSum", [shaped, g.int64s([-1])], `${input}.block_sums`, { keepdims: 0 });
+      this.blockSums.set(key, sum);
+    }
+    return sum;
+  }
+
+  /** Embedding lookup; for 8-bit blocks the gathered rows are dequantized in the graph. */
+  embed(w: LinearWeight, ids: string): string {
+    const g = this.g;
+    if (w.kind === "f32") {
+      const table = g.initializer("model.embed_tokens.weight", F, [w.n, w.k], w.values);
+      return g.op("Gather", [table, ids], "embeds");
+    }
+    const q = w.weight;
+    if (q.bits !== 8) throw new Error("embedding tables are stored as 8-bit blocks");
+    const blocks = q.k / q.blockSize;
+    const rows = g.op("Gather", [`embed_tokens.qweight`, ids], "embed.rows");
+    const centered = g.op("Sub", [g.op("Cast", [rows], "embed.float", { to: F }), g.scalar(128, F)], "embed.centered");
+    const scales = g.op("Unsqueeze", [g.op("Gather", ["embed_tokens.scales", ids], "embed.scales"), g.int64s([-1])], "embed.scales4d");
+    void blocks;
+    return g.op("Reshape", [g.op("Mul", [centered, scales], "embed.blocks"), g.int64s([0, 0, -1])], "embeds");
+  }
+
+  emit(weights: WeightProvider, onLayer?: (layer: number) => void): void {
+    const { g, hp } = this;
+    const I64 = OnnxDataType.INT64;
+    const ids = g.input("input_ids", I64, ["batch_size", "sequence_length"]);
+    const mask = g.input("attention_mask", I64, ["batch_size", "total_sequence_length"]);
+    const positions = g.input("position_ids", I64, ["batch_size", "sequence_length"]);
+    const kvShape = ["batch_size", hp.kvHeads, "past_sequence_length", hp.headDim];
+    const presentShape = ["batch_size", hp.kvHeads, "total_sequence_length", hp.headDim];
+    for (let i = 0; i < hp.layers; i++) {
+      g.input(`past_key_values.${i}.key`, F, kvShape);
+      g.input(`past_key_values.${i}.value`, F, kvShape);
+    }
+    // An input with an initializer of the same name is optional: callers that do not know it get all positions.
+    g.input("num_logits_to_keep", I64, []);
+    g.initializer("num_logits_to_keep", I64, [], BigInt64Array.of(0n));
+
+    // Attention bookkeeping shared by every layer: valid length per row and the total length.
+    const maskSum = g.op("ReduceSum", [mask, g.int64s([1])], "mask_sum", { keepdims: 0 });
+    const seqlensK = g.op("Cast", [g.op("Sub", [maskSum, g.scalar(1, I64)], "seqlens_k_i64")], "seqlens_k", {
+      to: OnnxDataType.INT32,
+    });
+    const totalLen = g.op(
+      "Cast",
+      [g.op("Gather", [g.op("Shape", [mask], "mask_shape"), g.scalar(1, I64)], "total_len_i64")],
+      "total_seq_len",
+      { to: OnnxDataType.INT32 },
+    );
+    const [cos, sin] = ropeCaches(hp.contextLength, hp.headDim, hp.ropeTheta);
+    const cosCache = g.initializer("rope.cos_cache", F, [hp.contextLength, hp.headDim / 2], cos);
+    const sinCache = g.initializer("rope.sin_cache", F, [hp.contextLength, hp.headDim / 2], sin);
+
+    const embedding = weights.embedding();
+    const lmHeadWeight = weights.lmHead();
+    let embedApply: ((x: string) => string) | undefined;
+    if (embedding.kind === "nbits") {
+      // Stored once: the embedding gathers rows of the same initializers the tied lm_head multiplies by.
+      embedApply = this.linear("embed_tokens", embedding);
+    }
+    let residual = this.embed(embedding, ids);
+    let normed = g.op("SimplifiedLayerNormalization", [residual, g.initializer("layers.0.attn_norm", F, [hp.hidden], weights.norm("attn", 0))], "layers.0.attn_normed", {
+      axis: -1,
+      epsilon: { float: hp.rmsEps },
+      stash_type: 1,
+    });
+
+    const qSize = hp.heads * hp.headDim;
+    const kvSize = hp.kvHeads * hp.headDim;
+    for (let l = 0; l < hp.layers; l++) {
+      const p = `layers.${l}`;
+      const qkv = this.linear(`${p}.qkv_proj`, weights.qkv(l))(normed);
+      const [q, k, v] = g.node("Split", [qkv, g.int64s([qSize, kvSize, kvSize])], [`${p}.q`, `${p}.k`, `${p}.v`], { axis: -1 });
+      const rope = (x: string, heads: number) =>
+        g.op("RotaryEmbedding", [x, positions, cosCache, sinCache], `${x}_rot`, { interleaved: 0, num_heads: heads }, MS);
+      const [attn] = g.node(
+        "GroupQueryAttention",
+        [rope(q!, hp.heads), rope(k!, hp.kvHeads), v!, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen],
+        [`${p}.attn`, `present.${l}.key`, `present.${l}.value`],
+        { num_heads: hp.heads, kv_num_heads: hp.kvHeads, scale: { float: 1 / Math.sqrt(hp.headDim) }, do_rotary: 0, local_window_size: -1 },
+        MS,
+      );
+      g.output(`present.${l}.key`, F, presentShape);
+      g.output(`present.${l}.value`, F, presentShape);
+      const attnOut = this.linear(`${p}.o_proj`, weights.attnOutput(l))(attn!);
+
+      const [ffnNormed, , , afterAttn] = g.node(
+        "SkipSimplifiedLayerNormalization",
+        [residual, attnOut, g.initializer(`${p}.ffn_norm`, F, [hp.hidden], weights.norm("ffn", l))],
+        [`${p}.ffn_normed`, "", "", `${p}.resid_attn`],
+        { epsilon: { float: hp.rmsEps } },
+        MS,
+      );
+      residual = afterAttn!;
+      const gateUp = this.linear(`${p}.gate_up_proj`, weights.gateUp(l))(ffnNormed!);
+      const [gate, up] = g.node("Split", [gateUp, g.int64s([hp.ffn, hp.ffn])], [`${p}.gate`, `${p}.up`], { axis: -1 });
+      const silu = g.op("Mul", [gate!, g.op("Sigmoid", [gate!], `${p}.gate_sigmoid`)], `${p}.silu`);
+      const down = this.linear(`${p}.down_proj`, weights.down(l))(g.op("Mul", [silu, up!], `${p}.act`));
+
+      const last = l === hp.layers - 1;
+      const nextNorm = last ? weights.outputNorm() : weights.norm("attn", l + 1);
+      const nextNormName = last ? "norm" : `layers.${l + 1}.attn_norm`;
+      const [nextNormed, , , afterFfn] = g.node(
+        "SkipSimplifiedLayerNormalization",
+        [residual, down, g.initializer(nextNormName, F, [hp.hidden], nextNorm)],
+        [last ? "final_normed" : `layers.${l + 1}.attn_normed`, "", "", `${p}.resid_ffn`],
+        { epsilon: { float: hp.rmsEps } },
+        MS,
+      );
+      normed = nextNormed!;
+      residual = afterFfn!;
+      onLayer?.(l);
+    }
+
+    // Only the positions the caller needs go through the vocabulary projection.
+    const start = g.op("Neg", ["num_logits_to_keep"], "logits_start");
+    const kept = g.op(
+      "Slice",
+      [normed, g.op("Unsqueeze", [start, g.int64s([0])], "logits_start_1d"), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])],
+      "kept_hidden",
+    );
+    const head = lmHeadWeight ? this.linear("lm_head", lmHeadWeight) : (embedApply ?? this.tiedFloatHead());
+    g.node("Identity", [head(kept)], ["logits"]);
+    g.output("logits", F, ["batch_size", "logits_length", hp.vocab]);
+  }
+
+  /** Tied float head: logits = h x E^T; the transpose of the initializer is folded at session load. */
+  private tiedFloatHead(): (x: string) => string {
+    const g = this.g;
+    const t = g.op("Transpose", ["model.embed_tokens.weight"], "embed_tokens_t", { perm: [1, 0] });
+    return (x) => g.op("MatMul", [x, t], "lm_head.out");
+  }
+}
+
+export function emitDecoderGraph(
+  g: GraphBuilder,
+  hp: Hyperparameters,
+  weights: WeightProvider,
+  onLayer?: (layer: number) => void,
+): void {
+  new DecoderGraphEmitter(g, hp).emit(weights, onLayer);
+}

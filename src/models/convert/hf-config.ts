@@ -1,0 +1,55 @@
+/** config.json and generation_config.json in the Hugging Face layout, from converted hyperparameters. */
+import type { Hyperparameters } from "./architectures.ts";
+import type { WeightFormat } from "./gguf-weights.ts";
+
+export interface SpecialTokenIds {
+  bosId?: number;
+  eosIds: number[];
+  padId?: number;
+}
+
+/** The ONNX file name transformers.js looks for under onnx/ for each dtype. */
+export function onnxFileName(format: WeightFormat): string {
+  return format === "q4" ? "model_q4.onnx" : "model.onnx";
+}
+
+export function buildModelConfig(
+  hp: Hyperparameters,
+  ids: SpecialTokenIds,
+  tied: boolean,
+  formats: WeightFormat[],
+): Record<string, unknown> {
+  return {
+    architectures: [hp.arch.hfArchitecture],
+    model_type: hp.arch.modelType,
+    hidden_size: hp.hidden,
+    intermediate_size: hp.ffn,
+    num_hidden_layers: hp.layers,
+    num_attention_heads: hp.heads,
+    num_key_value_heads: hp.kvHeads,
+    head_dim: hp.headDim,
+    vocab_size: hp.vocab,
+    max_position_embeddings: hp.contextLength,
+    rms_norm_eps: hp.rmsEps,
+    rope_theta: hp.ropeTheta,
+    hidden_act: "silu",
+    tie_word_embeddings: tied,
+    bos_token_id: ids.bosId ?? null,
+    eos_token_id: ids.eosIds.length === 1 ? ids.eosIds[0] : ids.eosIds,
+    pad_token_id: ids.padId ?? null,
+    torch_dtype: "float32",
+    "transformers.js_config": {
+      // Weights live in onnx/<file>_data next to each graph.
+      use_external_data_format: true,
+      dtype: formats.includes("q4") ? "q4" : "fp32",
+    },
+  };
+}
+
+export function buildGenerationConfig(ids: SpecialTokenIds): Record<string, unknown> {
+  return {
+    bos_token_id: ids.bosId ?? null,
+    eos_token_id: ids.eosIds.length === 1 ? ids.eosIds[0] : ids.eosIds,
+    pad_token_id: ids.padId ?? null,
+  };
+}
