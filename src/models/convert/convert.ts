@@ -15,10 +15,12 @@ import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
 
 /** Bumped whenever converted output changes, so cached conversions are redone. */
-export const CONVERTER_VERSION = "1";
+export const CONVERTER_VERSION = "2";
 
 export interface ConvertOptions {
   format: WeightFormat;
+  /** See DecoderGraphOptions.accuracyLevel; 4 unless testing. */
+  accuracyLevel?: 0 | 4;
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -59,9 +61,10 @@ export async function convertGguf(
     const total = hp.layers + 2;
     opts.onProgress?.(0, total, "embeddings");
     try {
-      emitDecoderGraph(graph, hp, new GgufWeightProvider(file, hp, opts.format), (layer) =>
-        opts.onProgress?.(layer + 1, total, `layer ${layer + 1}/${hp.layers}`),
-      );
+      emitDecoderGraph(graph, hp, new GgufWeightProvider(file, hp, opts.format), {
+        accuracyLevel: opts.accuracyLevel,
+        onLayer: (layer) => opts.onProgress?.(layer + 1, total, `layer ${layer + 1}/${hp.layers}`),
+      });
     } finally {
       external.close();
     }

@@ -66,10 +66,12 @@ class DecoderGraphEmitter {
   private readonly blockSums = new Map<string, string>();
   private readonly g: GraphBuilder;
   private readonly hp: Hyperparameters;
+  private readonly accuracyLevel: number;
 
-  constructor(g: GraphBuilder, hp: Hyperparameters) {
+  constructor(g: GraphBuilder, hp: Hyperparameters, accuracyLevel: number) {
     this.g = g;
     this.hp = hp;
+    this.accuracyLevel = accuracyLevel;
   }
 
   /** Stores a linear weight; returns a function applying it to an input value. */
@@ -84,7 +86,7 @@ class DecoderGraphEmitter {
     const data = g.initializer(`${name}.qweight`, OnnxDataType.UINT8, [q.n, blocks, (q.blockSize * q.bits) / 8], q.data);
     const scales = g.initializer(`${name}.scales`, F, [q.n, blocks], q.scales);
     const offsets = q.offsets ? g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q)) : undefined;
-    const attrs = { K: q.k, N: q.n, bits: q.bits, block_size: q.blockSize, accuracy_level: 4 };
+    const attrs = { K: q.k, N: q.n, bits: q.bits, block_size: q.blockSize, accuracy_level: this.accuracyLevel };
     return (input) => {
       const y = g.op("MatMulNBits", [input, data, scales], `${name}.out`, attrs, MS);
       if (!offsets) return y;
@@ -135,9 +137,10 @@ class DecoderGraphEmitter {
       g.input(`past_key_values.${i}.key`, F, kvShape);
       g.input(`past_key_values.${i}.value`, F, kvShape);
     }
-    // An input with an initializer of the same name is optional: callers that do not know it get all positions.
+    // transformers.js feeds this input whenever a model declares it (1 while generating, 0 for a full
+    // forward). ONNX Runtime's Node binding cannot override an initializer-backed optional input, so it
+    // is a plain required input.
     g.input("num_logits_to_keep", I64, []);
-    g.initializer("num_logits_to_keep", I64, [], BigInt64Array.of(0n));
 
     // Attention bookkeeping shared by every layer: valid length per row and the total length.
     const maskSum = g.op("ReduceSum", [mask, g.int64s([1])], "mask_sum", { keepdims: 0 });
@@ -235,11 +238,21 @@ class DecoderGraphEmitter {
   }
 }
 
+export interface DecoderGraphOptions {
+  /**
+   * MatMulNBits accuracy_level: 4 quantizes activations to int8 per block (fast integer kernels, the
+   * way llama.cpp multiplies Q4_1 by Q8_1); 0 keeps fp32 activations (slow; used to check that the
+   * weight mapping itself is exact).
+   */
+  accuracyLevel?: 0 | 4;
+  onLayer?: (layer: number) => void;
+}
+
 export function emitDecoderGraph(
   g: GraphBuilder,
   hp: Hyperparameters,
   weights: WeightProvider,
-  onLayer?: (layer: number) => void,
+  opts: DecoderGraphOptions = {},
 ): void {
-  new DecoderGraphEmitter(g, hp).emit(weights, onLayer);
+  new DecoderGraphEmitter(g, hp, opts.accuracyLevel ?? 4).emit(weights, opts.onLayer);
 }

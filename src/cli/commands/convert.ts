@@ -1,0 +1,52 @@
+/**
+ * `ortserve convert <file.gguf> <model-dir>`: convert any GGUF to ONNX with a
+ * progress bar. Writes the same conversion stamp as `setup`, so converting the
+ * default model by hand is not repeated by a later `setup`.
+ */
+import { stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import { sha256File } from "../../models/fetch/digest.ts";
+import { ProgressBar } from "../../util/progress.ts";
+import { parseCommandLine, parseFormat, UsageError } from "../args.ts";
+import { convertAndStamp, loadConverter } from "../run-conversion.ts";
+
+export const summary = "convert a GGUF file to ONNX in a model directory";
+
+export const usage = `Usage: ortserve convert <file.gguf> <model-dir> [options]
+
+Converts a GGUF model to ONNX. Writes config.json, generation_config.json,
+tokenizer files and onnx/model_q4.onnx (+ .onnx_data) or onnx/model.onnx into
+<model-dir>, e.g. models/my-model.
+
+Options:
+  --format q4|fp32   ONNX flavour to produce (default: q4)
+  -h, --help         show this help
+`;
+
+export async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandLine({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      format: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  if (positionals.length !== 2) throw new UsageError("expected <file.gguf> and <model-dir>");
+  const format = parseFormat(values.format, "q4");
+  const ggufPath = resolve(positionals[0]!);
+  const modelDir = resolve(positionals[1]!);
+  const info = await stat(ggufPath).catch(() => undefined);
+  if (!info?.isFile()) throw new UsageError(`not a file: ${positionals[0]}`);
+
+  const converter = await loadConverter();
+  // The stamp identifies the source by content, so hash it first (a few seconds per GB).
+  const bar = new ProgressBar({ title: "Hashing GGUF", total: info.size, unit: "bytes" });
+  const ggufSha256 = await sha256File(ggufPath, (n) => bar.update(n));
+  bar.done();
+  await convertAndStamp({ ggufPath, ggufSha256, modelDir, format, converter });
+}

@@ -1,0 +1,70 @@
+/**
+ * ortserve command-line entry point: `node src/cli/main.ts <command> [options]`.
+ * Subcommands are loaded on demand so `--help` and `setup` start fast and do not
+ * load ONNX Runtime or the converter.
+ */
+import { UsageError } from "./args.ts";
+
+interface Command {
+  summary: string;
+  usage: string;
+  run(argv: string[]): Promise<void>;
+}
+
+const commands: Record<string, () => Promise<Command>> = {
+  setup: () => import("./commands/setup.ts"),
+  convert: () => import("./commands/convert.ts"),
+  serve: () => import("./commands/serve.ts"),
+};
+
+const MIN_NODE_MAJOR = 22;
+
+async function mainHelp(): Promise<string> {
+  const lines = ["Usage: ortserve <command> [options]", "", "Commands:"];
+  for (const [name, load] of Object.entries(commands))
+    lines.push(`  ${name.padEnd(9)} ${(await load()).summary}`);
+  lines.push("", "Run `ortserve <command> --help` for a command's options.", "");
+  return lines.join("\n");
+}
+
+async function main(argv: string[]): Promise<number> {
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major < MIN_NODE_MAJOR) {
+    process.stderr.write(
+      `ortserve needs Node ${MIN_NODE_MAJOR}+ (this is ${process.version}). ` +
+        "Run it through npm (`npm start`, `npm run ortserve -- <command>`), which uses the Node 24 installed by `npm ci`.\n",
+    );
+    return 1;
+  }
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+    const help = await mainHelp();
+    if (name === undefined) {
+      process.stderr.write(help);
+      return 2;
+    }
+    process.stdout.write(help);
+    return 0;
+  }
+  const load = commands[name];
+  if (!load) {
+    process.stderr.write(`ortserve: unknown command "${name}"\n\n${await mainHelp()}`);
+    return 2;
+  }
+  try {
+    await (await load()).run(rest);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`ortserve ${name}: ${err.message}\nRun \`ortserve ${name} --help\` for usage.\n`);
+      return 2;
+    }
+    // Expected failures carry a readable message; ORTSERVE_DEBUG=1 shows the stack too.
+    const text = process.env.ORTSERVE_DEBUG ? (err as Error).stack : (err as Error).message;
+    process.stderr.write(`ortserve ${name}: ${text ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+// This file is only ever an entry point (import.meta.main is missing before Node 24.2).
+process.exitCode = await main(process.argv.slice(2));

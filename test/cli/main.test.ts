@@ -1,0 +1,42 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../../src/util/paths.ts";
+
+// The repo's own Node 24 (from `npm ci`) runs the .ts entry point, whatever `node` is on PATH.
+const node = join(repoRoot, "node_modules", ".bin", "node");
+const cli = (...args: string[]) =>
+  spawnSync(node, [join(repoRoot, "src/cli/main.ts"), ...args], { encoding: "utf8", timeout: 30_000 });
+
+describe("ortserve CLI", () => {
+  it("lists the commands on --help", () => {
+    const r = cli("--help");
+    expect(r.status).toBe(0);
+    for (const name of ["setup", "convert", "serve"])
+      expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
+  });
+
+  it.each(["setup", "convert", "serve"])("prints %s --help without doing any work", (name) => {
+    const r = cli(name, "--help");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Usage: ortserve ${name}`));
+    expect(r.stderr).toBe("");
+  });
+
+  it("exits 2 on an unknown command, a missing command or a bad option", () => {
+    expect(cli("frobnicate").status).toBe(2);
+    expect(cli().status).toBe(2);
+    const bad = cli("setup", "--format", "int3");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("--format must be one of q4, fp32");
+    const unknown = cli("setup", "--nope");
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("--nope");
+  });
+
+  it("checks convert's arguments before loading anything", () => {
+    const r = cli("convert", "/no/such/file.gguf", "/tmp/out");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("not a file");
+  });
+});
