@@ -50,9 +50,45 @@ const EOG_NAMES = new Set([
 
 /** Fill-in-the-middle names llama.cpp marks as control when the matching id key is absent. */
 const FIM_NAMES: [keyof TokenizerMetadata["fimIds"], string[]][] = [
-  ["pre", ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"]],
-  ["suf", ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"]],
-  ["mid", ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"]],
+  [
+    "pre",
+    [
+      "<|fim_prefix|>",
+      "<fim-prefix>",
+      "<fim_prefix>",
+      "<｜fim▁begin｜>",
+      "<PRE>",
+      "▁<PRE>",
+      "<|code_prefix|>",
+      "<|prefix|>",
+    ],
+  ],
+  [
+    "suf",
+    [
+      "<|fim_suffix|>",
+      "<fim-suffix>",
+      "<fim_suffix>",
+      "<｜fim▁hole｜>",
+      "<SUF>",
+      "▁<SUF>",
+      "<|code_suffix|>",
+      "<|suffix|>",
+    ],
+  ],
+  [
+    "mid",
+    [
+      "<|fim_middle|>",
+      "<fim-middle>",
+      "<fim_middle>",
+      "<｜fim▁end｜>",
+      "<MID>",
+      "▁<MID>",
+      "<|code_middle|>",
+      "<|middle|>",
+    ],
+  ],
   ["pad", ["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"]],
   ["rep", ["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"]],
   ["sep", ["<|file_sep|>"]],
@@ -77,7 +113,10 @@ export function effectiveTokenTypes(md: TokenizerMetadata): number[] {
 }
 
 /** Per-token strip flags llama.cpp derives from the model or pre-tokenizer name. */
-function stripFlags(md: TokenizerMetadata, types: number[]): Map<number, { lstrip?: boolean; rstrip?: boolean }> {
+function stripFlags(
+  md: TokenizerMetadata,
+  types: number[],
+): Map<number, { lstrip?: boolean; rstrip?: boolean }> {
   const flags = new Map<number, { lstrip?: boolean; rstrip?: boolean }>();
   const set = (text: string, f: { lstrip?: boolean; rstrip?: boolean }) => {
     const id = md.tokens.indexOf(text);

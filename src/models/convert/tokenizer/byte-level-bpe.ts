@@ -4,8 +4,8 @@
  * over unchanged; only the pre-tokenizer depends on `tokenizer.ggml.pre`.
  */
 import type { TokenizerMetadata } from "./metadata.ts";
-import { preTokenizerJson, preTokenizerSpec } from "./pre-tokenizers.ts";
 import type { ModelParts, VocabTraits } from "./parts.ts";
+import { preTokenizerJson, preTokenizerSpec } from "./pre-tokenizers.ts";
 import { vocabObject } from "./vocab.ts";
 
 /**

@@ -28,8 +28,6 @@ export interface TokenizerMetadata {
   eosId?: number;
   unkId?: number;
   padId?: number;
-  eotId?: number;
-  eomId?: number;
   /** Ids llama.cpp would otherwise guess from token text (see added-tokens.ts). */
   fimIds: { pre?: number; suf?: number; mid?: number; pad?: number; rep?: number; sep?: number };
   addBos?: boolean;
@@ -128,8 +126,6 @@ export function readTokenizerMetadata(md: Map<string, GgufValue>): TokenizerMeta
     eosId: id("tokenizer.ggml.eos_token_id") ?? spm(2),
     unkId: id("tokenizer.ggml.unknown_token_id") ?? spm(0),
     padId: id("tokenizer.ggml.padding_token_id"),
-    eotId: id("tokenizer.ggml.eot_token_id"),
-    eomId: id("tokenizer.ggml.eom_token_id"),
     fimIds: {
       pre: id("tokenizer.ggml.fim_pre_token_id") ?? id("tokenizer.ggml.prefix_token_id"),
       suf: id("tokenizer.ggml.fim_suf_token_id") ?? id("tokenizer.ggml.suffix_token_id"),

@@ -31,22 +31,33 @@ export interface PreTokenizerSpec {
   addBos: boolean;
 }
 
-function spec(regexes: string[], cleanSpaces: boolean, extra: Partial<PreTokenizerSpec> = {}): PreTokenizerSpec {
+function spec(
+  regexes: string[],
+  cleanSpaces: boolean,
+  extra: Partial<PreTokenizerSpec> = {},
+): PreTokenizerSpec {
   return { regexes, cleanSpaces, ignoreMerges: false, addBos: false, ...extra };
 }
 
 /** Each entry: the GGUF names llama.cpp maps to one pre type, and that type's behaviour. */
 const TABLE: [names: string[], spec: PreTokenizerSpec][] = [
-  [
-    ["default"],
-    spec(["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"], true),
-  ],
+  [["default"], spec(["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"], true)],
   [["gpt-2", "phi-2", "gigachat", "a.x-4.0", "mellum", "mpt", "olmo", "jais", "exaone4"], spec([GPT2], true)],
   [["trillion", "granite-docling"], spec([GPT2], false)],
   [["starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"], spec(["\\p{N}", GPT2], true)],
   [["smollm", "command-r"], spec(["\\p{N}", GPT2], false)],
   [
-    ["llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"],
+    [
+      "llama3",
+      "llama-v3",
+      "llama-bpe",
+      "falcon3",
+      "falcon-h1",
+      "pixtral",
+      "midm-2.0",
+      "lfm2",
+      "jina-v5-nano",
+    ],
     spec([LLAMA3], true, { ignoreMerges: true, addBos: true }),
   ],
   [["dbrx", "smaug-bpe"], spec([LLAMA3], true)],

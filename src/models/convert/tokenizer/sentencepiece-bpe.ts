@@ -6,11 +6,12 @@
  * left without a token fall back to <0xXX> byte tokens.
  *
  * Hugging Face expresses this as BPE with merges ranked by the score of the merged piece (what its
- * SentencePiece converter derives) plus byte_fallback. The one case the two can differ is a tie
- * between equal-score pieces competing in the same word, which llama.cpp breaks by position and
- * BPE by rank.
+ * SentencePiece converter derives) plus byte_fallback. They can differ only in corner cases: a tie
+ * between equal-score pieces competing in the same word (llama.cpp breaks it by position, BPE by
+ * rank), and a piece whose halves are not both in the vocabulary (llama.cpp only needs the merged
+ * text to be; HF merges must name vocabulary entries).
  */
-import { TokenType, type TokenizerMetadata } from "./metadata.ts";
+import { type TokenizerMetadata, TokenType } from "./metadata.ts";
 import type { ModelParts, VocabTraits } from "./parts.ts";
 import { vocabObject } from "./vocab.ts";
 
@@ -45,14 +46,18 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
     }
   });
   // Same order as transformers' SentencePieceExtractor: score, then piece id, then the parts' ids.
-  merges.sort((a, b) => b.score - a.score || a.target - b.target || a.leftId - b.leftId || a.rightId - b.rightId);
+  merges.sort(
+    (a, b) => b.score - a.score || a.target - b.target || a.leftId - b.leftId || a.rightId - b.rightId,
+  );
   return merges.map((m) => [m.left, m.right]);
 }
 
 export function sentencePieceParts(md: TokenizerMetadata, types: readonly number[]): ModelParts {
   if (!md.scores) throw new Error('GGUF tokenizer "llama" has no tokenizer.ggml.scores');
   if (!types.some((t) => t === TokenType.BYTE)) {
-    throw new Error('GGUF tokenizer "llama" has no byte tokens (<0xXX>); this vocabulary is not supported yet');
+    throw new Error(
+      'GGUF tokenizer "llama" has no byte tokens (<0xXX>); this vocabulary is not supported yet',
+    );
   }
   // llama.cpp's SentencePiece defaults; the GGUF keys override them.
   const addSpacePrefix = md.addSpacePrefix ?? true;
