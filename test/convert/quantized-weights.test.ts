@@ -1,7 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { dequantize } from "../../src/models/gguf/dequantize.ts";
-import { quantize } from "../../src/models/gguf/quantize.ts";
-import { GgmlType, type GgmlTypeId } from "../../src/models/gguf/types.ts";
 import {
   concatNBits,
   type NBitsWeight,
@@ -10,6 +7,9 @@ import {
   quantize8,
   unpermuteLlamaRows,
 } from "../../src/models/convert/quantized-weights.ts";
+import { dequantize } from "../../src/models/gguf/dequantize.ts";
+import { quantize } from "../../src/models/gguf/quantize.ts";
+import { GgmlType, type GgmlTypeId } from "../../src/models/gguf/types.ts";
 import { seededRandom } from "../fixtures/synthetic-model.ts";
 
 /** What MatMulNBits computes for weight element (row, col): scale * (q - 2^(bits-1)) + offset. */
@@ -70,7 +70,13 @@ describe("GGUF blocks → MatMulNBits", () => {
   });
 
   it("the offset matrix is the transpose of the per-row block offsets", () => {
-    const w = packNBits(GgmlType.Q4_1, quantize(GgmlType.Q4_1, randomRows(3, 64, 3)), 3, 64, () => new Float32Array());
+    const w = packNBits(
+      GgmlType.Q4_1,
+      quantize(GgmlType.Q4_1, randomRows(3, 64, 3)),
+      3,
+      64,
+      () => new Float32Array(),
+    );
     const c = offsetMatrix(w);
     for (let r = 0; r < 3; r++) for (let b = 0; b < 2; b++) expect(c[b * 3 + r]).toBe(w.offsets![r * 2 + b]);
   });
@@ -97,7 +103,9 @@ describe("llama Q/K row permutation", () => {
       for (let j = 0; j < 2; j++)
         for (let i = 0; i < hd / 2; i++) {
           const hfRow = h * hd + j * (hd / 2) + i;
-          expect(Array.from(out.subarray(hfRow * 3, hfRow * 3 + 3))).toEqual(Array(3).fill(h * hd + 2 * i + j));
+          expect(Array.from(out.subarray(hfRow * 3, hfRow * 3 + 3))).toEqual(
+            Array(3).fill(h * hd + 2 * i + j),
+          );
         }
   });
 });

@@ -8,8 +8,16 @@ export interface RawDecoder {
   headDim: number;
 }
 
-export async function loadRaw(path: string, layers: number, kvHeads: number, headDim: number): Promise<RawDecoder> {
-  const session = await ort.InferenceSession.create(path, { graphOptimizationLevel: "all", intraOpNumThreads: 1 });
+export async function loadRaw(
+  path: string,
+  layers: number,
+  kvHeads: number,
+  headDim: number,
+): Promise<RawDecoder> {
+  const session = await ort.InferenceSession.create(path, {
+    graphOptimizationLevel: "all",
+    intraOpNumThreads: 1,
+  });
   return { session, layers, kvHeads, headDim };
 }
 
@@ -19,7 +27,12 @@ export function emptyPast(d: RawDecoder): Past {
   const past: Past = {};
   for (let i = 0; i < d.layers; i++)
     for (const kv of ["key", "value"])
-      past[`past_key_values.${i}.${kv}`] = new ort.Tensor("float32", new Float32Array(0), [1, d.kvHeads, 0, d.headDim]);
+      past[`past_key_values.${i}.${kv}`] = new ort.Tensor("float32", new Float32Array(0), [
+        1,
+        d.kvHeads,
+        0,
+        d.headDim,
+      ]);
   return past;
 }
 
@@ -29,7 +42,7 @@ export async function step(
   ids: number[],
   past: Past,
   pastLen: number,
-  keep?: number,
+  keep = 0,
 ): Promise<{ logits: Float32Array; rows: number; vocab: number; past: Past }> {
   const feeds: Record<string, ort.Tensor> = {
     input_ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
@@ -43,7 +56,7 @@ export async function step(
     ]),
     ...past,
   };
-  if (keep !== undefined) feeds.num_logits_to_keep = new ort.Tensor("int64", BigInt64Array.of(BigInt(keep)), []);
+  feeds.num_logits_to_keep = new ort.Tensor("int64", BigInt64Array.of(BigInt(keep)), []);
   const out = await d.session.run(feeds);
   const next: Past = {};
   for (let i = 0; i < d.layers; i++)

@@ -40,7 +40,11 @@ export interface WeightProvider {
 }
 
 /** RoPE tables computed the way llama.cpp does (float32, theta advanced by repeated multiplication). */
-export function ropeCaches(maxPositions: number, headDim: number, theta: number): [Float32Array, Float32Array] {
+export function ropeCaches(
+  maxPositions: number,
+  headDim: number,
+  theta: number,
+): [Float32Array, Float32Array] {
   const half = headDim / 2;
   const cos = new Float32Array(maxPositions * half);
   const sin = new Float32Array(maxPositions * half);
@@ -83,10 +87,23 @@ class DecoderGraphEmitter {
     }
     const q = w.weight;
     const blocks = q.k / q.blockSize;
-    const data = g.initializer(`${name}.qweight`, OnnxDataType.UINT8, [q.n, blocks, (q.blockSize * q.bits) / 8], q.data);
+    const data = g.initializer(
+      `${name}.qweight`,
+      OnnxDataType.UINT8,
+      [q.n, blocks, (q.blockSize * q.bits) / 8],
+      q.data,
+    );
     const scales = g.initializer(`${name}.scales`, F, [q.n, blocks], q.scales);
-    const offsets = q.offsets ? g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q)) : undefined;
-    const attrs = { K: q.k, N: q.n, bits: q.bits, block_size: q.blockSize, accuracy_level: this.accuracyLevel };
+    const offsets = q.offsets
+      ? g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q))
+      : undefined;
+    const attrs = {
+      K: q.k,
+      N: q.n,
+      bits: q.bits,
+      block_size: q.blockSize,
+      accuracy_level: this.accuracyLevel,
+    };
     return (input) => {
       const y = g.op("MatMulNBits", [input, data, scales], `${name}.out`, attrs, MS);
       if (!offsets) return y;
@@ -119,8 +136,16 @@ class DecoderGraphEmitter {
     if (q.bits !== 8) throw new Error("embedding tables are stored as 8-bit blocks");
     const blocks = q.k / q.blockSize;
     const rows = g.op("Gather", [`embed_tokens.qweight`, ids], "embed.rows");
-    const centered = g.op("Sub", [g.op("Cast", [rows], "embed.float", { to: F }), g.scalar(128, F)], "embed.centered");
-    const scales = g.op("Unsqueeze", [g.op("Gather", ["embed_tokens.scales", ids], "embed.scales"), g.int64s([-1])], "embed.scales4d");
+    const centered = g.op(
+      "Sub",
+      [g.op("Cast", [rows], "embed.float", { to: F }), g.scalar(128, F)],
+      "embed.centered",
+    );
+    const scales = g.op(
+      "Unsqueeze",
+      [g.op("Gather", ["embed_tokens.scales", ids], "embed.scales"), g.int64s([-1])],
+      "embed.scales4d",
+    );
     void blocks;
     return g.op("Reshape", [g.op("Mul", [centered, scales], "embed.blocks"), g.int64s([0, 0, -1])], "embeds");
   }
@@ -165,25 +190,55 @@ class DecoderGraphEmitter {
       embedApply = this.linear("embed_tokens", embedding);
     }
     let residual = this.embed(embedding, ids);
-    let normed = g.op("SimplifiedLayerNormalization", [residual, g.initializer("layers.0.attn_norm", F, [hp.hidden], weights.norm("attn", 0))], "layers.0.attn_normed", {
-      axis: -1,
-      epsilon: { float: hp.rmsEps },
-      stash_type: 1,
-    });
+    let normed = g.op(
+      "SimplifiedLayerNormalization",
+      [residual, g.initializer("layers.0.attn_norm", F, [hp.hidden], weights.norm("attn", 0))],
+      "layers.0.attn_normed",
+      {
+        axis: -1,
+        epsilon: { float: hp.rmsEps },
+        stash_type: 1,
+      },
+    );
 
     const qSize = hp.heads * hp.headDim;
     const kvSize = hp.kvHeads * hp.headDim;
     for (let l = 0; l < hp.layers; l++) {
       const p = `layers.${l}`;
       const qkv = this.linear(`${p}.qkv_proj`, weights.qkv(l))(normed);
-      const [q, k, v] = g.node("Split", [qkv, g.int64s([qSize, kvSize, kvSize])], [`${p}.q`, `${p}.k`, `${p}.v`], { axis: -1 });
+      const [q, k, v] = g.node(
+        "Split",
+        [qkv, g.int64s([qSize, kvSize, kvSize])],
+        [`${p}.q`, `${p}.k`, `${p}.v`],
+        { axis: -1 },
+      );
       const rope = (x: string, heads: number) =>
-        g.op("RotaryEmbedding", [x, positions, cosCache, sinCache], `${x}_rot`, { interleaved: 0, num_heads: heads }, MS);
+        g.op(
+          "RotaryEmbedding",
+          [x, positions, cosCache, sinCache],
+          `${x}_rot`,
+          { interleaved: 0, num_heads: heads },
+          MS,
+        );
       const [attn] = g.node(
         "GroupQueryAttention",
-        [rope(q!, hp.heads), rope(k!, hp.kvHeads), v!, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen],
+        [
+          rope(q!, hp.heads),
+          rope(k!, hp.kvHeads),
+          v!,
+          `past_key_values.${l}.key`,
+          `past_key_values.${l}.value`,
+          seqlensK,
+          totalLen,
+        ],
         [`${p}.attn`, `present.${l}.key`, `present.${l}.value`],
-        { num_heads: hp.heads, kv_num_heads: hp.kvHeads, scale: { float: 1 / Math.sqrt(hp.headDim) }, do_rotary: 0, local_window_size: -1 },
+        {
+          num_heads: hp.heads,
+          kv_num_heads: hp.kvHeads,
+          scale: { float: 1 / Math.sqrt(hp.headDim) },
+          do_rotary: 0,
+          local_window_size: -1,
+        },
         MS,
       );
       g.output(`present.${l}.key`, F, presentShape);
@@ -199,7 +254,9 @@ class DecoderGraphEmitter {
       );
       residual = afterAttn!;
       const gateUp = this.linear(`${p}.gate_up_proj`, weights.gateUp(l))(ffnNormed!);
-      const [gate, up] = g.node("Split", [gateUp, g.int64s([hp.ffn, hp.ffn])], [`${p}.gate`, `${p}.up`], { axis: -1 });
+      const [gate, up] = g.node("Split", [gateUp, g.int64s([hp.ffn, hp.ffn])], [`${p}.gate`, `${p}.up`], {
+        axis: -1,
+      });
       const silu = g.op("Mul", [gate!, g.op("Sigmoid", [gate!], `${p}.gate_sigmoid`)], `${p}.silu`);
       const down = this.linear(`${p}.down_proj`, weights.down(l))(g.op("Mul", [silu, up!], `${p}.act`));
 
@@ -222,7 +279,12 @@ class DecoderGraphEmitter {
     const start = g.op("Neg", ["num_logits_to_keep"], "logits_start");
     const kept = g.op(
       "Slice",
-      [normed, g.op("Unsqueeze", [start, g.int64s([0])], "logits_start_1d"), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])],
+      [
+        normed,
+        g.op("Unsqueeze", [start, g.int64s([0])], "logits_start_1d"),
+        g.int64s([Number.MAX_SAFE_INTEGER]),
+        g.int64s([1]),
+      ],
       "kept_hidden",
     );
     const head = lmHeadWeight ? this.linear("lm_head", lmHeadWeight) : (embedApply ?? this.tiedFloatHead());

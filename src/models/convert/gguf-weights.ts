@@ -6,7 +6,13 @@ import type { GgufFile } from "../gguf/reader.ts";
 import type { GgufTensorInfo } from "../gguf/types.ts";
 import type { Hyperparameters } from "./architectures.ts";
 import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
-import { concatNBits, type NBitsWeight, packNBits, quantize8, unpermuteLlamaRows } from "./quantized-weights.ts";
+import {
+  concatNBits,
+  type NBitsWeight,
+  packNBits,
+  quantize8,
+  unpermuteLlamaRows,
+} from "./quantized-weights.ts";
 
 export type WeightFormat = "q4" | "fp32";
 

@@ -135,7 +135,8 @@ export function concatNBits(parts: NBitsWeight[]): NBitsWeight {
   let dataAt = 0;
   let scaleAt = 0;
   for (const p of normalized) {
-    if (p.k !== first.k || p.blockSize !== first.blockSize) throw new Error("concatenated weights differ in K");
+    if (p.k !== first.k || p.blockSize !== first.blockSize)
+      throw new Error("concatenated weights differ in K");
     data.set(p.data, dataAt);
     scales.set(p.scales, scaleAt);
     if (offsets && p.offsets) offsets.set(p.offsets, scaleAt);

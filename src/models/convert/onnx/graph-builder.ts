@@ -137,8 +137,7 @@ export class GraphBuilder {
     const key = `s${dataType}:${value}`;
     let name = this.constants.get(key);
     if (!name) {
-      const data =
-        dataType === OnnxDataType.FLOAT ? Float32Array.of(value) : BigInt64Array.of(BigInt(value));
+      const data = dataType === OnnxDataType.FLOAT ? Float32Array.of(value) : BigInt64Array.of(BigInt(value));
       name = this.initializer(this.fresh("const_scalar"), dataType, [], data);
       this.constants.set(key, name);
     }
