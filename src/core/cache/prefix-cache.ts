@@ -1,0 +1,65 @@
+/**
+ * Prefix cache: KV of prompt prefixes, in blocks of BLOCK tokens, keyed by a hash chain over the
+ * salt and every token up to the block's end (so a block is only reused after the exact same
+ * prefix, and different cache_salt values never share). Least recently used blocks are evicted
+ * beyond the byte budget.
+ */
+import { createHash } from "node:crypto";
+
+export const PREFIX_BLOCK = 16;
+
+export class PrefixCache {
+  readonly budgetBytes: number;
+  private readonly blocks = new Map<string, Float32Array>();
+  private bytes = 0;
+
+  constructor(budgetBytes: number) {
+    this.budgetBytes = budgetBytes;
+  }
+
+  get usedBytes(): number {
+    return this.bytes;
+  }
+
+  /** Hash-chain keys of the prompt's full blocks. */
+  static blockKeys(tokens: readonly number[], salt = ""): string[] {
+    const keys: string[] = [];
+    let prev = `salt:${salt}`;
+    for (let end = PREFIX_BLOCK; end <= tokens.length; end += PREFIX_BLOCK) {
+      prev = createHash("sha256")
+        .update(prev)
+        .update(Int32Array.from(tokens.slice(end - PREFIX_BLOCK, end)))
+        .digest("base64");
+      keys.push(prev);
+    }
+    return keys;
+  }
+
+  /** The cached blocks that start the prompt, in order (refreshing their recency). */
+  lookup(keys: readonly string[]): Float32Array[] {
+    const hit: Float32Array[] = [];
+    for (const key of keys) {
+      const data = this.blocks.get(key);
+      if (!data) break;
+      this.blocks.delete(key);
+      this.blocks.set(key, data);
+      hit.push(data);
+    }
+    return hit;
+  }
+
+  has(key: string): boolean {
+    return this.blocks.has(key);
+  }
+
+  insert(key: string, data: Float32Array): void {
+    if (this.blocks.has(key) || data.byteLength > this.budgetBytes) return;
+    this.blocks.set(key, data);
+    this.bytes += data.byteLength;
+    for (const [oldest, value] of this.blocks) {
+      if (this.bytes <= this.budgetBytes) break;
+      this.blocks.delete(oldest);
+      this.bytes -= value.byteLength;
+    }
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * One generated choice: its KV row, its sampler, and the vLLM stop checks applied after each
+ * sampled token (min_tokens → EOS → stop_token_ids → stop strings → length → repetition).
+ */
+import type { EngineEvent, FinishReason, TokenLogprob } from "../../engine/types.ts";
+import type { SequenceText } from "../output/sequence-text.ts";
+import { tokenBytes, tokenLogprobText } from "../output/token-text.ts";
+import type { TokenizerLike } from "../output/tokenizer-like.ts";
+import type { SampledToken } from "../sample/params.ts";
+import { detectRepetition, type RepetitionDetection } from "../sample/repetition.ts";
+import type { SequenceSampler } from "../sample/sampler.ts";
+
+export interface SequenceLimits {
+  maxTokens: number;
+  minTokens: number;
+  eosTokenIds: ReadonlySet<number>;
+  stopTokenIds: ReadonlySet<number>;
+  ignoreEos: boolean;
+  repetition?: RepetitionDetection;
+  returnTokensAsTokenIds: boolean;
+  wantLogprobs: boolean;
+}
+
+export class Sequence {
+  readonly choice: number;
+  readonly sampler: SequenceSampler;
+  readonly outputIds: number[] = [];
+  /** Positions held in the KV cache. */
+  length: number;
+  /** Last sampled token: the input of the next decode step. */
+  lastToken = -1;
+  finished = false;
+  private readonly text: SequenceText;
+  private readonly limits: SequenceLimits;
+  private readonly tokenizer: TokenizerLike;
+
+  constructor(
+    choice: number,
+    sampler: SequenceSampler,
+    text: SequenceText,
+    tokenizer: TokenizerLike,
+    limits: SequenceLimits,
+    length: number,
+  ) {
+    this.choice = choice;
+    this.sampler = sampler;
+    this.text = text;
+    this.tokenizer = tokenizer;
+    this.limits = limits;
+    this.length = length;
+  }
+
+  private logprobEntry(sampled: SampledToken): TokenLogprob {
+    const tok = this.tokenizer;
+    const asIds = this.limits.returnTokensAsTokenIds;
+    return {
+      tokenId: sampled.tokenId,
+      token: tokenLogprobText(tok, sampled.tokenId, asIds),
+      logprob: sampled.logprob!,
+      bytes: [...tokenBytes(tok, sampled.tokenId)],
+      top: (sampled.topLogprobs ?? []).map((t) => ({
+        tokenId: t.tokenId,
+        token: tokenLogprobText(tok, t.tokenId, asIds),
+        logprob: t.logprob,
+        bytes: [...tokenBytes(tok, t.tokenId)],
+      })),
+    };
+  }
+
+  /** Samples from one logits row, applies the stop checks and returns the events to emit. */
+  accept(logits: Float32Array): EngineEvent[] {
+    const sampled = this.sampler.sample(logits, this.outputIds);
+    const id = sampled.tokenId;
+    this.outputIds.push(id);
+    this.lastToken = id;
+    const n = this.outputIds.length;
+    const l = this.limits;
+
+    let finish: { reason: FinishReason; stopReason: number | string | null } | undefined;
+    let stopToken = false;
+    if (n >= l.minTokens) {
+      if (!l.ignoreEos && l.eosTokenIds.has(id)) finish = { reason: "stop", stopReason: null };
+      else if (l.stopTokenIds.has(id)) finish = { reason: "stop", stopReason: id };
+      stopToken = finish !== undefined;
+    }
+    const step = this.text.push(id, stopToken);
+    let text = step.text;
+    if (!finish && step.stop !== undefined) finish = { reason: "stop", stopReason: step.stop };
+    if (!finish && n >= l.maxTokens) finish = { reason: "length", stopReason: null };
+    if (!finish && l.repetition && n >= l.minTokens && detectRepetition(this.outputIds, l.repetition))
+      finish = { reason: "repetition", stopReason: "repetition_detected" };
+
+    const events: EngineEvent[] = [];
+    if (finish && step.stop === undefined) text += this.text.finish();
+    events.push({
+      type: "delta",
+      choice: this.choice,
+      tokenIds: [id],
+      text,
+      logprobs: l.wantLogprobs ? [this.logprobEntry(sampled)] : undefined,
+    });
+    if (finish) events.push(this.finishEvent(finish.reason, finish.stopReason));
+    return events;
+  }
+
+  finishEvent(reason: FinishReason, stopReason: number | string | null): EngineEvent {
+    this.finished = true;
+    return {
+      type: "finish",
+      choice: this.choice,
+      finishReason: reason,
+      stopReason,
+      completionTokens: this.outputIds.length,
+    };
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Runs forward passes over the batch KV cache: one decode step for a block of rows (one new token
+ * each, every row at its own length), or one prefill chunk for a single row.
+ */
+import { type InferenceSession, Tensor } from "onnxruntime-node";
+import type { KvSlots } from "./kv-slots.ts";
+
+export interface ForwardResult {
+  /** Row-major logits: one row per kept position. */
+  logits: Float32Array;
+  vocab: number;
+}
+
+function int64(values: ArrayLike<number>, dims: number[]): Tensor {
+  const data = new BigInt64Array(values.length);
+  for (let i = 0; i < values.length; i++) data[i] = BigInt(values[i]!);
+  return new Tensor("int64", data, dims);
+}
+
+/** attention_mask rows: ones over each row's valid positions, zeros after (right padding). */
+function maskRows(validLengths: readonly number[], width: number): Tensor {
+  const data = new BigInt64Array(validLengths.length * width);
+  validLengths.forEach((len, r) => {
+    data.fill(1n, r * width, r * width + len);
+  });
+  return new Tensor("int64", data, [validLengths.length, width]);
+}
+
+export class BatchRunner {
+  readonly session: InferenceSession;
+  readonly kv: KvSlots;
+
+  constructor(session: InferenceSession, kv: KvSlots) {
+    this.session = session;
+    this.kv = kv;
+  }
+
+  private async run(
+    firstRow: number,
+    rows: number,
+    ids: Tensor,
+    positions: Tensor,
+    validLengths: number[],
+    keep: number,
+  ): Promise<ForwardResult> {
+    this.kv.ensurePositions(Math.max(...validLengths));
+    const { feeds, fetches } = this.kv.bind(firstRow, rows);
+    const out = await this.session.run(
+      {
+        ...feeds,
+        input_ids: ids,
+        position_ids: positions,
+        attention_mask: maskRows(validLengths, this.kv.capacity),
+        num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
+      },
+      { ...fetches, logits: null },
+    );
+    const logits = out.logits!;
+    return { logits: logits.data as Float32Array, vocab: logits.dims[2]! };
+  }
+
+  /**
+   * One token for each of rows [0, tokens.length); row r already holds `lengths[r]` positions.
+   * Returns one logits row per sequence.
+   */
+  decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult> {
+    const n = tokens.length;
+    return this.run(
+      0,
+      n,
+      int64(tokens, [n, 1]),
+      int64(lengths, [n, 1]),
+      lengths.map((l) => l + 1),
+      1,
+    );
+  }
+
+  /**
+   * Appends `tokens` to `row`, which holds `start` positions. Keeps the logits of the last
+   * `keep` positions (0 = all, for prompt logprobs).
+   */
+  prefill(row: number, tokens: readonly number[], start: number, keep = 1): Promise<ForwardResult> {
+    const n = tokens.length;
+    return this.run(
+      row,
+      1,
+      int64(tokens, [1, n]),
+      int64(
+        Array.from({ length: n }, (_, i) => start + i),
+        [1, n],
+      ),
+      [start + n],
+      keep,
+    );
+  }
+}

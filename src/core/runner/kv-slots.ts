@@ -1,0 +1,140 @@
+/**
+ * The batch KV cache: per layer, one K and one V buffer of [rows, kv_heads, positions, head_dim].
+ *
+ * The same buffer is fed as past_key_values and fetched as present, so GroupQueryAttention runs in
+ * its shared-buffer mode and writes the new tokens in place (no past→present copy inside ONNX
+ * Runtime). onnxruntime-node still copies every fetched output into a fresh ArrayBuffer after a
+ * run, so the position capacity grows with demand instead of starting at the context limit: the
+ * per-step cost follows the longest live sequence, not the model's maximum length.
+ *
+ * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
+ */
+import { Tensor } from "onnxruntime-node";
+
+/** Positions are added in steps of this many, to amortise re-layouts. */
+const GROWTH_STEP = 256;
+
+export interface KvShape {
+  layers: number;
+  kvHeads: number;
+  headDim: number;
+}
+
+export class KvSlots {
+  readonly shape: KvShape;
+  readonly rows: number;
+  readonly maxPositions: number;
+  private positions: number;
+  private buffers: Float32Array[];
+
+  constructor(shape: KvShape, rows: number, maxPositions: number, initialPositions = GROWTH_STEP) {
+    this.shape = shape;
+    this.rows = rows;
+    this.maxPositions = maxPositions;
+    this.positions = Math.min(initialPositions, maxPositions);
+    this.buffers = this.allocate(this.positions);
+  }
+
+  get capacity(): number {
+    return this.positions;
+  }
+
+  /** Bytes held by the cache buffers. */
+  get bytes(): number {
+    return this.buffers.length * this.rows * this.rowFloats(this.positions) * 4;
+  }
+
+  /** KV bytes one token occupies across all layers. */
+  get bytesPerToken(): number {
+    const { layers, kvHeads, headDim } = this.shape;
+    return layers * 2 * kvHeads * headDim * 4;
+  }
+
+  private rowFloats(positions: number): number {
+    return this.shape.kvHeads * positions * this.shape.headDim;
+  }
+
+  private allocate(positions: number): Float32Array[] {
+    return Array.from(
+      { length: this.shape.layers * 2 },
+      () => new Float32Array(this.rows * this.rowFloats(positions)),
+    );
+  }
+
+  /** Makes room for `needed` positions per row (re-laying out the buffers when it grows). */
+  ensurePositions(needed: number): void {
+    if (needed <= this.positions) return;
+    if (needed > this.maxPositions)
+      throw new Error(`KV cache: ${needed} positions exceed ${this.maxPositions}`);
+    const next = Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP);
+    const old = this.buffers;
+    const oldPositions = this.positions;
+    this.buffers = this.allocate(next);
+    const { kvHeads, headDim } = this.shape;
+    const oldSpan = oldPositions * headDim;
+    const newSpan = next * headDim;
+    for (let b = 0; b < old.length; b++)
+      for (let s = 0; s < this.rows * kvHeads; s++)
+        this.buffers[b]!.set(old[b]!.subarray(s * oldSpan, (s + 1) * oldSpan), s * newSpan);
+    this.positions = next;
+  }
+
+  /** Copies the first `length` positions of row `from` into row `to` (forks, compaction, prefix hits). */
+  copyRow(from: number, to: number, length: number): void {
+    if (from === to || length === 0) return;
+    const { kvHeads, headDim } = this.shape;
+    const span = this.positions * headDim;
+    const n = length * headDim;
+    for (const buf of this.buffers)
+      for (let h = 0; h < kvHeads; h++) {
+        const src = (from * kvHeads + h) * span;
+        buf.copyWithin((to * kvHeads + h) * span, src, src + n);
+      }
+  }
+
+  /** Reads positions [start, start+length) of a row, layer-major, for the prefix cache. */
+  readPositions(row: number, start: number, length: number): Float32Array {
+    const { kvHeads, headDim } = this.shape;
+    const out = new Float32Array(this.buffers.length * kvHeads * length * headDim);
+    const span = this.positions * headDim;
+    let at = 0;
+    for (const buf of this.buffers)
+      for (let h = 0; h < kvHeads; h++) {
+        const src = (row * kvHeads + h) * span + start * headDim;
+        out.set(buf.subarray(src, src + length * headDim), at);
+        at += length * headDim;
+      }
+    return out;
+  }
+
+  /** Inverse of readPositions. */
+  writePositions(row: number, start: number, length: number, data: Float32Array): void {
+    const { kvHeads, headDim } = this.shape;
+    const span = this.positions * headDim;
+    let at = 0;
+    for (const buf of this.buffers)
+      for (let h = 0; h < kvHeads; h++) {
+        buf.set(data.subarray(at, at + length * headDim), (row * kvHeads + h) * span + start * headDim);
+        at += length * headDim;
+      }
+  }
+
+  /**
+   * Feeds and fetches for rows [firstRow, firstRow + count): the same memory as past input and as
+   * present output.
+   */
+  bind(firstRow: number, count: number): { feeds: Record<string, Tensor>; fetches: Record<string, Tensor> } {
+    const { layers, kvHeads, headDim } = this.shape;
+    const rowFloats = this.rowFloats(this.positions);
+    const dims = [count, kvHeads, this.positions, headDim];
+    const feeds: Record<string, Tensor> = {};
+    const fetches: Record<string, Tensor> = {};
+    for (let l = 0; l < layers; l++)
+      for (const [j, kind] of (["key", "value"] as const).entries()) {
+        const view = this.buffers[2 * l + j]!.subarray(firstRow * rowFloats, (firstRow + count) * rowFloats);
+        feeds[`past_key_values.${l}.${kind}`] = new Tensor("float32", view, dims);
+        fetches[`present.${l}.${kind}`] = new Tensor("float32", view, dims);
+      }
+    return { feeds, fetches };
+  }
+}

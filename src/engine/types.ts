@@ -1,0 +1,120 @@
+/**
+ * The engine's request and event types: the only things that cross the worker boundary (plain
+ * structured-clone data, no wire-format knowledge). The protocol layer builds an EngineRequest from
+ * a validated HTTP request and turns EngineEvents into responses or stream chunks.
+ */
+
+export interface RepetitionDetection {
+  minPatternSize: number;
+  maxPatternSize: number;
+  minCount: number;
+}
+
+export interface EngineSampling {
+  /** < 1e-5 means greedy. */
+  temperature: number;
+  topP: number;
+  /** 0 or -1: off. */
+  topK: number;
+  minP: number;
+  repetitionPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  /** Token id → bias, already clamped to ±100. */
+  logitBias?: [number, number][];
+  allowedTokenIds?: number[];
+  /** Words to ban; tokenized in the worker (with and without a leading space). */
+  badWords?: string[];
+  minTokens: number;
+  ignoreEos: boolean;
+  stopTokenIds: number[];
+  /** Choice i uses seed + i. Absent: a random seed per choice. */
+  seed?: bigint;
+}
+
+export interface EngineRequest {
+  requestId: string;
+  /** Rendered chat text (tokenized in the worker) or token ids. */
+  prompt: { text: string; addSpecialTokens: boolean } | { tokenIds: number[] };
+  /** Keep the last N prompt tokens; -1: as many as fit with the requested output. */
+  truncatePromptTokens?: number;
+  /** Undefined: what remains of the context. */
+  maxTokens?: number;
+  n: number;
+  sampling: EngineSampling;
+  stop: string[];
+  includeStopStrInOutput: boolean;
+  skipSpecialTokens: boolean;
+  spacesBetweenSpecialTokens: boolean;
+  /** Number of top alternatives per generated token; undefined = no logprobs. */
+  logprobs?: number;
+  /** Number of top alternatives per prompt token; undefined = none. */
+  promptLogprobs?: number;
+  returnTokensAsTokenIds: boolean;
+  useBeamSearch: boolean;
+  lengthPenalty: number;
+  repetitionDetection?: RepetitionDetection;
+  priority: number;
+  cacheSalt?: string;
+}
+
+export interface TokenLogprob {
+  tokenId: number;
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top: { tokenId: number; token: string; logprob: number; bytes: number[] }[];
+}
+
+export interface PromptTokenLogprob {
+  /** Keyed by token id: the prompt token itself plus the top alternatives. */
+  entries: { tokenId: number; logprob: number; rank: number; token: string }[];
+}
+
+export type FinishReason = "stop" | "length" | "repetition" | "abort";
+
+export type EngineEvent =
+  /** First event: the prompt as the model saw it. */
+  | {
+      type: "prompt";
+      promptTokenIds: number[];
+      cachedTokens: number;
+      /** Aligned with the prompt; the first entry is null. */
+      promptLogprobs?: (PromptTokenLogprob | null)[];
+    }
+  | { type: "delta"; choice: number; tokenIds: number[]; text: string; logprobs?: TokenLogprob[] }
+  | {
+      type: "finish";
+      choice: number;
+      finishReason: FinishReason;
+      /** Stop token id, matched stop string, "repetition_detected", or null (EOS, length). */
+      stopReason: number | string | null;
+      completionTokens: number;
+    }
+  | { type: "done" }
+  | { type: "error"; code: EngineErrorCode; message: string; param?: string };
+
+export type EngineErrorCode =
+  /** The request cannot be served as asked (prompt too long, bad token ids...): a 400. */
+  | "invalid_request"
+  /** A priority on an fcfs model: a 400. */
+  | "priority_not_supported"
+  /** The worker died or the engine failed: a 500. */
+  | "engine_failure"
+  /** The server is shutting down. */
+  | "unavailable";
+
+export interface ModelEngineConfig {
+  modelDir: string;
+  format: "q4" | "fp32";
+  schedulingPolicy: "fcfs" | "priority";
+  /** Most sequences decoded together (rows of the KV cache). */
+  maxNumSeqs: number;
+  /** Context limit enforced per sequence (at most the model's). */
+  maxModelLen: number;
+  /** Prompt tokens prefilled per step, so running streams keep moving during long prompts. */
+  prefillChunk: number;
+  /** Bytes the prefix cache may hold. */
+  prefixCacheBytes: number;
+  intraOpThreads: number;
+}

@@ -1,0 +1,98 @@
+/**
+ * Worker-thread entry (piscina). Each worker owns one ModelEngine per model (its ONNX session, KV
+ * cache and scheduler). A generate task stays open while its request runs; events stream back over
+ * the MessagePort that came with the task, so the main thread never waits on the model.
+ */
+import type { MessagePort } from "node:worker_threads";
+import { loadModelEngine } from "../core/engine/load-engine.ts";
+import { type ModelEngine, RequestError } from "../core/engine/model-engine.ts";
+import type { EngineEvent, EngineRequest, ModelEngineConfig } from "./types.ts";
+
+export interface GenerateTask {
+  kind: "generate";
+  config: ModelEngineConfig;
+  request: EngineRequest;
+  port: MessagePort;
+}
+
+export interface StatsTask {
+  kind: "stats";
+}
+
+/** Test hook: kills this worker thread, to exercise crash recovery. */
+export interface CrashTask {
+  kind: "crash";
+}
+
+export type WorkerTask = GenerateTask | StatsTask | CrashTask;
+
+const engines = new Map<string, Promise<ModelEngine>>();
+
+function engineFor(config: ModelEngineConfig): Promise<ModelEngine> {
+  const key = JSON.stringify(config);
+  let engine = engines.get(key);
+  if (!engine) {
+    engine = loadModelEngine(config);
+    engines.set(key, engine);
+    engine.catch(() => engines.delete(key));
+  }
+  return engine;
+}
+
+async function generate(task: GenerateTask): Promise<void> {
+  const { port } = task;
+  const send = (e: EngineEvent) => port.postMessage(e);
+  let engine: ModelEngine;
+  try {
+    engine = await engineFor(task.config);
+  } catch (err) {
+    send({
+      type: "error",
+      code: "engine_failure",
+      message: `model failed to load: ${(err as Error).message}`,
+    });
+    port.close();
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    const end = () => {
+      port.close();
+      resolve();
+    };
+    try {
+      const handle = engine.submit(task.request, (e) => {
+        send(e);
+        if (e.type === "done" || e.type === "error") end();
+      });
+      port.on("message", (m: { type: string }) => {
+        if (m.type === "abort") {
+          handle.abort();
+          end();
+        }
+      });
+    } catch (err) {
+      if (err instanceof RequestError)
+        send({ type: "error", code: err.code, message: err.message, param: err.param });
+      else send({ type: "error", code: "engine_failure", message: (err as Error).message });
+      end();
+    }
+  });
+}
+
+export default async function run(task: WorkerTask): Promise<unknown> {
+  switch (task.kind) {
+    case "generate":
+      return generate(task);
+    case "stats": {
+      const out: Record<string, unknown> = {};
+      for (const [key, engine] of engines) out[key] = (await engine).stats();
+      return out;
+    }
+    case "crash":
+      // An uncaught error ends the thread the way a native fault would.
+      setImmediate(() => {
+        throw new Error("worker crash requested");
+      });
+      return new Promise(() => {});
+  }
+}
