@@ -1,0 +1,75 @@
+/**
+ * The one error catalogue of the service. Every failure a client can see is an ApiError with an
+ * HTTP status, an OpenAI error `type`, the offending parameter (when one is to blame) and a stable
+ * `code`. Only src/http/ turns these into responses (JSON body or SSE error event).
+ */
+
+export type ApiErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "server_error"
+  | "service_unavailable_error";
+
+export interface ApiErrorBody {
+  error: { message: string; type: ApiErrorType; param: string | null; code: string | null };
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ApiErrorType;
+  readonly param: string | null;
+  readonly code: string | null;
+
+  constructor(status: number, type: ApiErrorType, message: string, param: string | null = null, code: string | null = null) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.param = param;
+    this.code = code;
+  }
+
+  toBody(): ApiErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+/** 400: a field's value or a combination of fields cannot be served. */
+export function invalidRequest(message: string, param: string | null = null, code = "invalid_value"): ApiError {
+  return new ApiError(400, "invalid_request_error", message, param, code);
+}
+
+/** 400: a field this server does not know (OpenAI rejects unknown fields). */
+export function unknownField(param: string): ApiError {
+  return new ApiError(400, "invalid_request_error", `Unrecognized request argument supplied: ${param}`, param, "unknown_parameter");
+}
+
+/** 400: a known field whose feature this engine or model does not have; never silently ignored. */
+export function unsupportedField(param: string, why: string): ApiError {
+  return new ApiError(400, "invalid_request_error", `${param} is not supported: ${why}`, param, "unsupported_parameter");
+}
+
+export function unauthorized(message = "Missing or invalid API key. Send `Authorization: Bearer <key>`."): ApiError {
+  return new ApiError(401, "authentication_error", message, null, "invalid_api_key");
+}
+
+export function notFound(message: string, param: string | null = null, code = "not_found"): ApiError {
+  return new ApiError(404, "not_found_error", message, param, code);
+}
+
+export function modelNotFound(model: string): ApiError {
+  return notFound(`The model \`${model}\` does not exist.`, "model", "model_not_found");
+}
+
+export function payloadTooLarge(limitBytes: number): ApiError {
+  return new ApiError(413, "invalid_request_error", `Request body exceeds ${limitBytes} bytes.`, null, "payload_too_large");
+}
+
+export function internalError(message: string): ApiError {
+  return new ApiError(500, "server_error", message, null, "internal_error");
+}
+
+export function unavailable(message: string): ApiError {
+  return new ApiError(503, "service_unavailable_error", message, null, "unavailable");
+}

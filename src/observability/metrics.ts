@@ -1,0 +1,101 @@
+/**
+ * Prometheus metrics, kept by hand (the text format is small): counters, gauges and histograms
+ * with labels, rendered by `render()` for GET /metrics.
+ */
+
+type Labels = Record<string, string>;
+
+function labelKey(labels: Labels): string {
+  const parts = Object.entries(labels)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+class Counter {
+  readonly values = new Map<string, number>();
+  inc(labels: Labels = {}, by = 1): void {
+    const k = labelKey(labels);
+    this.values.set(k, (this.values.get(k) ?? 0) + by);
+  }
+}
+
+class Gauge {
+  readonly values = new Map<string, number>();
+  set(value: number, labels: Labels = {}): void {
+    this.values.set(labelKey(labels), value);
+  }
+}
+
+class Histogram {
+  readonly buckets: number[];
+  readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  constructor(buckets: number[]) {
+    this.buckets = buckets;
+  }
+  observe(value: number, labels: Labels = {}): void {
+    const k = labelKey(labels);
+    let s = this.series.get(k);
+    if (!s) {
+      s = { labels, counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 };
+      this.series.set(k, s);
+    }
+    this.buckets.forEach((b, i) => {
+      if (value <= b) s.counts[i]! += 1;
+    });
+    s.sum += value;
+    s.count += 1;
+  }
+}
+
+const SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class Metrics {
+  readonly requests = new Counter();
+  readonly errors = new Counter();
+  readonly promptTokens = new Counter();
+  readonly completionTokens = new Counter();
+  readonly cachedTokens = new Counter();
+  readonly latency = new Histogram(SECONDS);
+  readonly ttft = new Histogram(SECONDS);
+  readonly queueDepth = new Gauge();
+  readonly runningSequences = new Gauge();
+  readonly kvCacheBytes = new Gauge();
+  readonly kvCacheUsedBytes = new Gauge();
+  readonly inFlight = new Gauge();
+
+  render(): string {
+    const out: string[] = [];
+    const counter = (name: string, help: string, c: Counter) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+      for (const [k, v] of c.values) out.push(`${name}${k} ${v}`);
+    };
+    const gauge = (name: string, help: string, g: Gauge) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+      for (const [k, v] of g.values) out.push(`${name}${k} ${v}`);
+    };
+    const histogram = (name: string, help: string, h: Histogram) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+      for (const s of h.series.values()) {
+        h.buckets.forEach((b, i) => {
+          out.push(`${name}_bucket${labelKey({ ...s.labels, le: String(b) })} ${s.counts[i]}`);
+        });
+        out.push(`${name}_bucket${labelKey({ ...s.labels, le: "+Inf" })} ${s.count}`);
+        out.push(`${name}_sum${labelKey(s.labels)} ${s.sum}`, `${name}_count${labelKey(s.labels)} ${s.count}`);
+      }
+    };
+    counter("ortserve_requests_total", "HTTP requests by route and status.", this.requests);
+    counter("ortserve_errors_total", "Requests that ended in an error, by route and status.", this.errors);
+    counter("ortserve_prompt_tokens_total", "Prompt tokens processed.", this.promptTokens);
+    counter("ortserve_completion_tokens_total", "Completion tokens generated.", this.completionTokens);
+    counter("ortserve_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.", this.cachedTokens);
+    histogram("ortserve_request_latency_seconds", "Time from request to last byte.", this.latency);
+    histogram("ortserve_time_to_first_token_seconds", "Time from request to the first generated token.", this.ttft);
+    gauge("ortserve_queue_depth", "Requests waiting for admission, per engine.", this.queueDepth);
+    gauge("ortserve_running_sequences", "Sequences being prefilled or decoded, per engine.", this.runningSequences);
+    gauge("ortserve_kv_cache_bytes", "Bytes allocated for the KV cache, per engine.", this.kvCacheBytes);
+    gauge("ortserve_kv_cache_used_bytes", "KV cache bytes holding live tokens, per engine.", this.kvCacheUsedBytes);
+    gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
+    return `${out.join("\n")}\n`;
+  }
+}
