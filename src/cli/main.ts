@@ -15,6 +15,9 @@ const commands: Record<string, () => Promise<Command>> = {
   setup: () => import("./commands/setup.ts"),
   convert: () => import("./commands/convert.ts"),
   serve: () => import("./commands/serve.ts"),
+  checkpoint: () => import("./commands/checkpoint.ts"),
+  keys: () => import("./commands/keys.ts"),
+  usage: () => import("./commands/usage.ts"),
 };
 
 const MIN_NODE_MAJOR = 22;
@@ -22,7 +25,7 @@ const MIN_NODE_MAJOR = 22;
 async function mainHelp(): Promise<string> {
   const lines = ["Usage: ortserve <command> [options]", "", "Commands:"];
   for (const [name, load] of Object.entries(commands))
-    lines.push(`  ${name.padEnd(9)} ${(await load()).summary}`);
+    lines.push(`  ${name.padEnd(11)} ${(await load()).summary}`);
   lines.push("", "Run `ortserve <command> --help` for a command's options.", "");
   return lines.join("\n");
 }

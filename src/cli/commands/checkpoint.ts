@@ -1,0 +1,237 @@
+/**
+ * `ortserve checkpoint add|list`: convert a GGUF as a further checkpoint of a model, or show a
+ * model's checkpoints. A checkpoint is converted into a hidden directory and renamed into place
+ * with its checkpoint.json, so a running scan never sees half of one.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { sha256File } from "../../models/fetch/digest.ts";
+import type { ModelFormat } from "../../models/fetch/model-meta.ts";
+import {
+  CHECKPOINT_META_FILE,
+  CHECKPOINTS_DIR,
+  type CheckpointMeta,
+  metricsProblem,
+} from "../../models/registry/checkpoint-dir.ts";
+import { type Checkpoint, ModelRegistry, type ServedModel } from "../../models/registry.ts";
+import { modelsDir } from "../../util/paths.ts";
+import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
+import { parseCommandLine, parseFormat, UsageError } from "../args.ts";
+import { type Converter, convertAndStamp, loadConverter } from "../run-conversion.ts";
+
+export const summary = "add a GGUF as a model checkpoint, or list a model's checkpoints";
+
+export const usage = `Usage: ortserve checkpoint add <model_id> <file.gguf> --step <n> [options]
+       ortserve checkpoint list <model_id> [options]
+
+add   converts the GGUF into <models-dir>/<model>/checkpoints/step-<n>/ with a
+      checkpoint.json holding a new UUID, the step and the metrics. Requests
+      then name it "<model_id>:step<n>"; "<model_id>" alone means the latest.
+list  prints the model's checkpoints by step.
+
+Options:
+  --step <n>           training step, an integer >= 0 not used yet (add)
+  --metrics <json>     e.g. '{"loss":1.2}': numbers reported with the checkpoint (add)
+  --format q4|fp32     ONNX flavour to produce (add; default: the model's format)
+  --json               print the list as JSON (list)
+  --models-dir <dir>   models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
+  -h, --help           show this help
+`;
+
+export interface AddCheckpointOptions {
+  modelId: string;
+  ggufPath: string;
+  step: number;
+  metrics?: Record<string, number>;
+  format?: ModelFormat;
+  modelsDir?: string;
+  converter?: Converter;
+  progressStream?: ProgressStream;
+}
+
+function servedModel(registry: ModelRegistry, id: string): ServedModel {
+  const model = registry.get(id);
+  if (model) return model;
+  const down = registry.unavailable.find((u) => u.id === id);
+  if (down) throw new UsageError(`model "${id}" cannot be served (${down.dir}): ${down.reason}`);
+  throw new UsageError(`no model "${id}" in ${registry.modelsDir}`);
+}
+
+/** Steps named by any checkpoint.json on disk, valid or not, so a skipped one is not shadowed. */
+function stepsOnDisk(modelDir: string): Set<unknown> {
+  const steps = new Set<unknown>();
+  const root = join(modelDir, CHECKPOINTS_DIR);
+  if (!existsSync(root)) return steps;
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name.startsWith(".")) continue;
+    try {
+      steps.add(JSON.parse(readFileSync(join(root, entry.name, CHECKPOINT_META_FILE), "utf8")).step);
+    } catch {
+      // Unreadable metadata names no step.
+    }
+  }
+  return steps;
+}
+
+export async function addCheckpoint(opts: AddCheckpointOptions): Promise<Checkpoint> {
+  if (!Number.isSafeInteger(opts.step) || opts.step < 0)
+    throw new UsageError(`step must be an integer >= 0 (got ${opts.step})`);
+  const registry = ModelRegistry.load(modelsDir(opts.modelsDir));
+  const model = servedModel(registry, opts.modelId);
+  const finalDir = join(model.dir, CHECKPOINTS_DIR, `step-${opts.step}`);
+  if (stepsOnDisk(model.dir).has(opts.step) || existsSync(finalDir))
+    throw new UsageError(`model "${model.id}" already has a checkpoint for step ${opts.step}`);
+  const ggufPath = resolve(opts.ggufPath);
+  if (!(await stat(ggufPath).catch(() => undefined))?.isFile())
+    throw new UsageError(`not a file: ${opts.ggufPath}`);
+
+  const format = opts.format ?? model.format;
+  const tempDir = join(model.dir, CHECKPOINTS_DIR, `.step-${opts.step}.partial-${process.pid}`);
+  await rm(tempDir, { recursive: true, force: true });
+  await mkdir(tempDir, { recursive: true });
+  try {
+    const converter = opts.converter ?? (await loadConverter());
+    // The conversion stamp records the source by content, as `convert` does.
+    const size = (await stat(ggufPath)).size;
+    const bar = new ProgressBar({
+      title: "Hashing GGUF",
+      total: size,
+      unit: "bytes",
+      stream: opts.progressStream,
+    });
+    const ggufSha256 = await sha256File(ggufPath, (n) => bar.update(n));
+    bar.done();
+    await convertAndStamp({
+      ggufPath,
+      ggufSha256,
+      modelDir: tempDir,
+      format,
+      converter,
+      progressStream: opts.progressStream,
+    });
+    const meta: Required<CheckpointMeta> = {
+      id: randomUUID(),
+      step: opts.step,
+      metrics: opts.metrics ?? {},
+      created: Math.floor(Date.now() / 1000),
+    };
+    await writeFile(join(tempDir, CHECKPOINT_META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    // Checked again: another add of the same step may have finished meanwhile.
+    if (existsSync(finalDir))
+      throw new UsageError(`model "${model.id}" already has a checkpoint for step ${opts.step}`);
+    await rename(tempDir, finalDir);
+    return { ...meta, dir: finalDir, format };
+  } catch (err) {
+    await rm(tempDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function parseStep(value: string | undefined): number {
+  if (value === undefined) throw new UsageError("--step is required");
+  const step = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(step))
+    throw new UsageError(`--step must be an integer >= 0 (got "${value}")`);
+  return step;
+}
+
+function parseMetrics(value: string | undefined): Record<string, number> {
+  if (value === undefined) return {};
+  let metrics: unknown;
+  try {
+    metrics = JSON.parse(value);
+  } catch {
+    throw new UsageError(`--metrics must be a JSON object (got ${value})`);
+  }
+  const problem = metricsProblem(metrics);
+  if (problem) throw new UsageError(`--metrics ${problem}`);
+  return metrics as Record<string, number>;
+}
+
+function formatList(checkpoints: readonly Checkpoint[]): string {
+  if (checkpoints.length === 0) return "no checkpoints\n";
+  const rows = checkpoints.map((c) => [
+    String(c.step),
+    c.id,
+    new Date(c.created * 1000).toISOString(),
+    c.format ?? "-",
+    JSON.stringify(c.metrics),
+  ]);
+  const all = [["STEP", "ID", "CREATED", "FORMAT", "METRICS"], ...rows];
+  const widths = all[0]!.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  return all
+    .map(
+      (r) =>
+        `${r
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd()}\n`,
+    )
+    .join("");
+}
+
+function listCommand(modelId: string, dir: string | undefined, json: boolean): void {
+  const registry = ModelRegistry.load(modelsDir(dir));
+  const model = servedModel(registry, modelId);
+  // Warnings start with the path they concern.
+  for (const w of registry.warnings) if (w.startsWith(model.dir)) process.stderr.write(`warning: ${w}\n`);
+  if (json) {
+    const items = model.checkpoints.map(({ id, step, metrics, created, format }) => ({
+      id,
+      step,
+      metrics,
+      created,
+      format: format ?? null,
+    }));
+    process.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
+  } else {
+    process.stdout.write(formatList(model.checkpoints));
+  }
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandLine({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      step: { type: "string" },
+      metrics: { type: "string" },
+      format: { type: "string" },
+      json: { type: "boolean" },
+      "models-dir": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  const [sub, ...rest] = positionals;
+  if (sub === "add") {
+    if (rest.length !== 2) throw new UsageError("add expects <model_id> and <file.gguf>");
+    if (values.json) throw new UsageError("--json applies to list");
+    const checkpoint = await addCheckpoint({
+      modelId: rest[0]!,
+      ggufPath: rest[1]!,
+      step: parseStep(values.step),
+      metrics: parseMetrics(values.metrics),
+      format: values.format === undefined ? undefined : parseFormat(values.format, "q4"),
+      modelsDir: values["models-dir"],
+    });
+    process.stdout.write(
+      `added checkpoint ${checkpoint.id} (step ${checkpoint.step}) in ${checkpoint.dir}\n` +
+        `request it as model "${rest[0]}:step${checkpoint.step}"\n`,
+    );
+    return;
+  }
+  if (sub === "list") {
+    if (rest.length !== 1) throw new UsageError("list expects <model_id>");
+    for (const name of ["step", "metrics", "format"] as const)
+      if (values[name] !== undefined) throw new UsageError(`--${name} applies to add`);
+    listCommand(rest[0]!, values["models-dir"], values.json ?? false);
+    return;
+  }
+  throw new UsageError(sub === undefined ? "expected add or list" : `unknown subcommand "${sub}"`);
+}

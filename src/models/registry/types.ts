@@ -1,0 +1,51 @@
+/** Shapes the model registry hands to the HTTP layer and the engine. */
+import type { ModelFormat } from "../fetch/model-meta.ts";
+
+export type SchedulingPolicy = "fcfs" | "priority";
+
+/** A further converted variant of a model, under `<model>/checkpoints/<dir>/`. */
+export interface Checkpoint {
+  /** UUID from checkpoint.json; stable across restarts. */
+  id: string;
+  /** Training step, integer >= 0, unique within its model. */
+  step: number;
+  metrics: Record<string, number>;
+  /** The checkpoint's own model directory (config.json, tokenizer files, onnx/). */
+  dir: string;
+  /** Unix seconds. */
+  created: number;
+  /** Weights present in dir/onnx (the model's format preferred); undefined for a metadata-only checkpoint. */
+  format: ModelFormat | undefined;
+}
+
+export interface ServedModel {
+  id: string;
+  dir: string;
+  /** Which converted weights of the base model to load. */
+  format: ModelFormat;
+  schedulingPolicy: SchedulingPolicy;
+  maxModelLen?: number;
+  /** Unix seconds. */
+  created: number;
+  /** Sorted by step, ascending. */
+  checkpoints: Checkpoint[];
+}
+
+/** A directory under the models dir that cannot be served, and why. */
+export interface UnavailableModel {
+  id: string;
+  dir: string;
+  reason: string;
+}
+
+/** What a requested model name refers to. */
+export interface Resolution {
+  model: ServedModel;
+  checkpoint?: Checkpoint;
+  /** The directory whose onnx/ to load. */
+  dir: string;
+  /** Weights file flavour to load from dir; undefined when a checkpoint has metadata but no weights. */
+  format: ModelFormat | undefined;
+  /** The response's `model` field: the name as requested ("id" or "id:step25"). */
+  servedName: string;
+}
