@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../../src/errors.ts";
+import { parseProjectHeader } from "../../src/storage/usage.ts";
+
+function rejection(value: string, header?: string): ApiError {
+  try {
+    parseProjectHeader(value, header);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApiError);
+    return err as ApiError;
+  }
+  throw new Error(`accepted ${JSON.stringify(value)}`);
+}
+
+describe("parseProjectHeader", () => {
+  it.each([
+    ["acme/chatbot", "acme", "chatbot"],
+    ["a/b", "a", "b"],
+    ["Team_1.x/proj-2.0", "Team_1.x", "proj-2.0"],
+    ["..a/b..", "..a", "b.."],
+    [`${"t".repeat(64)}/${"p".repeat(64)}`, "t".repeat(64), "p".repeat(64)],
+  ])("accepts %s", (value, team, project) => {
+    expect(parseProjectHeader(value)).toEqual({ team, project });
+  });
+
+  it.each([
+    ["", 'missing "/"'],
+    ["acme", 'missing "/"'],
+    ["a/b/c", 'more than one "/"'],
+    ["/p", "team is empty"],
+    ["t/", "project is empty"],
+    ["/", "team is empty"],
+    [`${"t".repeat(65)}/p`, "team is longer than 64"],
+    [`t/${"p".repeat(65)}`, "project is longer than 64"],
+    ["te am/p", "team contains a character"],
+    [" t/p", "team contains a character"],
+    ["t/p ", "project contains a character"],
+    ["t/pr@j", "project contains a character"],
+    ["t/projé", "project contains a character"],
+    ["t\\x/p", "team contains a character"],
+    ["./p", 'team cannot be "."'],
+    ["t/..", 'project cannot be ".."'],
+  ])("rejects %j (%s)", (value, why) => {
+    const err = rejection(value);
+    expect(err.status).toBe(400);
+    expect(err.type).toBe("invalid_request_error");
+    expect(err.param).toBe("Compat-Project");
+    expect(err.message).toContain(why);
+    expect(err.message).toContain("<team>/<project>");
+  });
+
+  it("names the header it was given and keeps long values short in the message", () => {
+    const err = rejection(`${"x".repeat(500)}`, "OpenAI-Project");
+    expect(err.param).toBe("OpenAI-Project");
+    expect(err.message).toMatch(/^Invalid OpenAI-Project header/);
+    expect(err.message.length).toBeLessThan(300);
+  });
+});
