@@ -1,25 +1,30 @@
 /**
- * `ortserve serve`: until the HTTP server exists, make sure the default model
- * is ready (same as `setup`) and run one chat turn, streaming the reply to stdout.
+ * `ortserve serve`: make sure the default model is ready (same as `setup`), then serve every model
+ * of the models directory over the OpenAI-compatible HTTP API until SIGTERM/SIGINT, which drain
+ * in-flight requests before exiting.
  */
-import { parseCommandLine, parsePositiveInt } from "../args.ts";
+import { parseCommandLine, parsePositiveInt, UsageError } from "../args.ts";
 import { runSetup } from "./setup.ts";
 
-export const summary = "set up the default model and run one chat (HTTP server not built yet)";
-
-export const DEFAULT_PROMPT = "Hello! Who are you, and what can you do?";
-const DEFAULT_MAX_TOKENS = 128;
+export const summary = "serve the models directory over the OpenAI-compatible HTTP API";
 
 export const usage = `Usage: ortserve serve [options]
 
-The OpenAI-compatible HTTP server is not built yet. For now this runs setup
-(fetch + convert the default model, skipped when done) and then one chat turn,
-streaming the reply to stdout.
+Prepares the default model (fetch + convert, skipped when done), then serves every
+model in the models directory on an OpenAI-compatible API (POST /v1/chat/completions,
+GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json).
+On first start with no API key, one is created and printed once.
 
 Options:
-  -p, --prompt <text>    user message (default: "${DEFAULT_PROMPT}")
-  --max-tokens <n>       most tokens to generate (default: ${DEFAULT_MAX_TOKENS})
+  --host <addr>          listen address (default: 127.0.0.1)
+  --port <n>             listen port (default: $PORT or 8000)
   --models-dir <dir>     models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
+  --db <file>            SQLite database for keys and usage (default: $ORTSERVE_DB or <repo>/.cache/ortserve.db)
+  --workers <n>          engine worker threads (default: 1)
+  --threads <n>          ONNX Runtime threads per worker (default: 2)
+  --max-num-seqs <n>     sequences decoded together per model (default: 16)
+  --max-model-len <n>    context limit per sequence (default: 4096, at most the model's)
+  --no-setup             do not fetch/convert the default model first
   -h, --help             show this help
 `;
 
@@ -27,9 +32,15 @@ export async function run(argv: string[]): Promise<void> {
   const { values } = parseCommandLine({
     args: argv,
     options: {
-      prompt: { type: "string", short: "p" },
-      "max-tokens": { type: "string" },
+      host: { type: "string" },
+      port: { type: "string" },
       "models-dir": { type: "string" },
+      db: { type: "string" },
+      workers: { type: "string" },
+      threads: { type: "string" },
+      "max-num-seqs": { type: "string" },
+      "max-model-len": { type: "string" },
+      "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -37,16 +48,32 @@ export async function run(argv: string[]): Promise<void> {
     process.stdout.write(usage);
     return;
   }
-  const maxTokens = parsePositiveInt("--max-tokens", values["max-tokens"], DEFAULT_MAX_TOKENS);
-  const prompt = values.prompt ?? DEFAULT_PROMPT;
+  const { SERVER_DEFAULTS, startServer } = await import("../../server.ts");
+  const { modelsDir } = await import("../../util/paths.ts");
+  const portText = values.port ?? process.env.PORT;
+  const port = portText === "0" ? 0 : parsePositiveInt("--port", portText, SERVER_DEFAULTS.port);
+  if (port > 65535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
+  const dir = modelsDir(values["models-dir"]);
+  if (!values["no-setup"]) await runSetup({ modelsDir: values["models-dir"] });
 
-  const { modelDir } = await runSetup({ modelsDir: values["models-dir"] });
-  process.stderr.write("ortserve: the HTTP server is not built yet; running one chat turn.\n");
-  process.stderr.write(`> ${prompt}\n`);
-  const { runOneShotChat } = await import("../../core/runner/one-shot-chat.ts");
-  await runOneShotChat(modelDir, prompt, {
-    maxTokens,
-    onText: (delta) => process.stdout.write(delta),
+  const server = await startServer({
+    ...SERVER_DEFAULTS,
+    host: values.host ?? SERVER_DEFAULTS.host,
+    port,
+    modelsDir: dir,
+    dbPath: values.db,
+    workers: parsePositiveInt("--workers", values.workers, SERVER_DEFAULTS.workers),
+    threads: parsePositiveInt("--threads", values.threads, SERVER_DEFAULTS.threads),
+    maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
+    maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
   });
-  process.stdout.write("\n");
+  process.stderr.write(`ortserve: serving on ${server.url}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      process.stderr.write(`ortserve: ${signal}: draining in-flight requests\n`);
+      server.close().then(resolve, resolve);
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
 }

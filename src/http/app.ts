@@ -1,0 +1,133 @@
+/**
+ * The HTTP application: routes, middleware order and the single place where errors become
+ * responses. Handlers stay thin: JSON in, JSON or SSE out; the work happens in src/serving/.
+ */
+import express, { type NextFunction, type Request, type Response } from "express";
+import {
+  ApiError,
+  internalError,
+  invalidRequest,
+  modelNotFound,
+  notFound,
+  payloadTooLarge,
+} from "../errors.ts";
+import { listCheckpoints } from "../models/checkpoints.ts";
+import type { ModelRegistry } from "../models/registry.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { buildOpenApiDocument } from "../protocol/openapi.ts";
+import type { ChatCompletionsService } from "../serving/chat-completions.ts";
+import type { ApiKeys } from "../storage/api-keys.ts";
+import { authenticate } from "./auth.ts";
+import { requestContext } from "./request-context.ts";
+
+export interface AppDeps {
+  registry: ModelRegistry;
+  keys: ApiKeys;
+  chat: ChatCompletionsService;
+  metrics: Metrics;
+  logger: Logger;
+  /** Engine-side gauges, refreshed before /metrics renders. */
+  refreshEngineMetrics(): Promise<void>;
+  maxBodyBytes: number;
+  /** True once SIGTERM arrived: new work is refused while in-flight requests finish. */
+  draining(): boolean;
+}
+
+/** Body parser that keeps the raw text (seed needs exact 64-bit integers) and insists on JSON. */
+function jsonBody(limit: number) {
+  const text = express.text({ type: () => true, limit });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const type = req.get("content-type") ?? "";
+    if (!/^application\/json\b/i.test(type))
+      return next(invalidRequest("Content-Type must be application/json.", null, "invalid_content_type"));
+    text(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const raw = typeof req.body === "string" ? req.body : "";
+      try {
+        req.body = { raw, value: JSON.parse(raw) as unknown };
+      } catch (e) {
+        return next(
+          invalidRequest(`Request body is not valid JSON: ${(e as Error).message}`, null, "invalid_json"),
+        );
+      }
+      next();
+    });
+  };
+}
+
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("query parser", "simple");
+  app.use(requestContext(deps.logger, deps.metrics));
+
+  app.get("/health", (_req, res) => {
+    res.status(deps.draining() ? 503 : 200).json({ status: deps.draining() ? "draining" : "ok" });
+  });
+  app.get("/metrics", async (_req, res, next) => {
+    try {
+      await deps.refreshEngineMetrics();
+      res.type("text/plain; version=0.0.4").send(deps.metrics.render());
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get("/openapi.json", (_req, res) => {
+    res.json(buildOpenApiDocument());
+  });
+
+  const v1 = express.Router();
+  v1.use(authenticate(deps.keys));
+
+  v1.get("/models", (_req, res) => {
+    const data = deps.registry.list().flatMap((m) => [
+      { id: m.id, object: "model", created: m.created, owned_by: "ortserve" },
+      ...m.checkpoints.map((c) => ({
+        id: `${m.id}:step${c.step}`,
+        object: "model",
+        created: c.created,
+        owned_by: "ortserve",
+        parent: m.id,
+      })),
+    ]);
+    res.json({ object: "list", data });
+  });
+
+  v1.get("/preview/models/:modelId/checkpoints", (req, res) => {
+    const modelId = String(req.params.modelId);
+    const model = deps.registry.get(modelId);
+    if (!model) throw modelNotFound(modelId);
+    res.json(listCheckpoints(model, req.query as Record<string, unknown>));
+  });
+
+  v1.post("/chat/completions", jsonBody(deps.maxBodyBytes), async (req, res) => {
+    const { raw, value } = req.body as { raw: string; value: unknown };
+    await deps.chat.handle(value, raw, req, res);
+  });
+
+  app.use("/v1", v1);
+  app.use((req) => {
+    throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
+  });
+
+  // The only place errors become HTTP responses.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    let api: ApiError;
+    if (err instanceof ApiError) api = err;
+    else if ((err as { type?: string }).type === "entity.too.large") api = payloadTooLarge(deps.maxBodyBytes);
+    else {
+      deps.logger.error("unhandled error", {
+        request_id: req.requestId,
+        error: String((err as Error)?.stack ?? err),
+      });
+      api = internalError("The server hit an internal error.");
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(api.status).json(api.toBody());
+  });
+  return app;
+}

@@ -1,0 +1,331 @@
+/**
+ * The chat completion request: every field of the service spec's request table with vLLM's types,
+ * defaults and ranges, parsed into a ChatCompletionRequest that later code consumes as is. Rules
+ * that need the model (token ids against the vocabulary, logprob counts, greedy defaults) are
+ * applied in to-engine.ts.
+ */
+import { invalidRequest, unsupportedField } from "../errors.ts";
+import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
+import { hasInexactIntegers, withExactIntegers } from "./json-body.ts";
+import { type ChatMessage, messagesSchema } from "./messages.ts";
+import {
+  cacheSaltSchema,
+  logitBiasSchema,
+  type RepetitionDetectionParams,
+  repetitionDetectionSchema,
+  responseFormatSchema,
+  STRUCTURED_CONSTRAINTS,
+  type StreamOptions,
+  stopSchema,
+  streamOptionsSchema,
+  structuredOutputsSchema,
+  type Tool,
+  toolSchema,
+} from "./request-fields.ts";
+import {
+  array,
+  boolean,
+  type Infer,
+  int64,
+  integer,
+  jsonObject,
+  literal,
+  missingError,
+  number,
+  object,
+  optional,
+  required,
+  string,
+  transform,
+  withDefault,
+} from "./schema.ts";
+
+const nullable = { nullable: true };
+
+// ---- the request table (order and notes follow the service spec) ----
+
+const requestShape = {
+  messages: required(messagesSchema, { description: "The conversation so far." }),
+  model: optional(string(), {
+    ...nullable,
+    description: "Model ID. Typed nullable as in the reference schema, but required for a working request.",
+  }),
+  frequency_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
+  presence_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
+  logit_bias: optional(logitBiasSchema, {
+    ...nullable,
+    description: "Token id (as a string) → bias added to its logit, clamped to [-100, 100].",
+  }),
+  logprobs: withDefault(boolean(), false, nullable),
+  top_logprobs: withDefault(integer({ minimum: -1 }), 0, {
+    ...nullable,
+    description:
+      "Alternatives per generated token (needs logprobs=true); at most the server's max logprobs (20); -1: the whole vocabulary.",
+  }),
+  max_tokens: optional(integer({ minimum: 1 }), {
+    ...nullable,
+    deprecated: true,
+    description: "Use max_completion_tokens.",
+  }),
+  max_completion_tokens: optional(integer({ minimum: 1 }), {
+    ...nullable,
+    description: "Most tokens to generate per choice; wins over max_tokens. Absent: what the context leaves.",
+  }),
+  n: withDefault(integer({ minimum: 1 }), 1, nullable),
+  response_format: optional(responseFormatSchema, {
+    ...nullable,
+    description: "Only type text is served; json_object and json_schema need structured outputs.",
+  }),
+  seed: optional(int64(), { ...nullable, description: "Choice i samples with seed + i. -1: no seed." }),
+  stop: withDefault(stopSchema, [], { ...nullable, description: "Stop strings (none may be empty)." }),
+  stream: withDefault(boolean(), false, nullable),
+  stream_options: optional(streamOptionsSchema, { ...nullable, description: "Only with stream=true." }),
+  temperature: optional(number({ minimum: 0, maximum: 2 }), {
+    ...nullable,
+    description: "0 is greedy. Absent: the model's generation_config, else 1.",
+  }),
+  top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 }), nullable),
+  tools: optional(array(toolSchema, { minItems: 1 }), {
+    ...nullable,
+    description: "Tool definitions given to the chat template.",
+  }),
+  tool_choice: withDefault(literal(["none"]), "none", {
+    ...nullable,
+    description: "Only none is served: tool calls are not parsed from the output.",
+  }),
+  reasoning_effort: optional(literal(["low", "medium", "high"]), nullable),
+  include_reasoning: withDefault(boolean(), true, {
+    description: "Whether the reasoning field is returned in the message.",
+  }),
+  parallel_tool_calls: withDefault(boolean(), true, nullable),
+  user: optional(string(), nullable),
+  use_beam_search: withDefault(boolean(), false),
+  top_k: optional(integer({ minimum: -1 }), { ...nullable, description: "0 or -1: off." }),
+  min_p: optional(number({ minimum: 0, maximum: 1 }), nullable),
+  repetition_penalty: optional(number({ exclusiveMinimum: 0 }), nullable),
+  length_penalty: withDefault(number(), 1, { description: "Beam search length penalty." }),
+  stop_token_ids: withDefault(array(integer()), [], nullable),
+  include_stop_str_in_output: withDefault(boolean(), false),
+  ignore_eos: withDefault(boolean(), false),
+  min_tokens: withDefault(integer({ minimum: 0 }), 0, {
+    description: "EOS and stop_token_ids are suppressed until this many tokens.",
+  }),
+  skip_special_tokens: withDefault(boolean(), true),
+  spaces_between_special_tokens: withDefault(boolean(), true),
+  truncate_prompt_tokens: optional(int64({ minimum: -1n }), {
+    ...nullable,
+    description: "Keep the last N prompt tokens; -1: as many as fit.",
+  }),
+  prompt_logprobs: optional(integer({ minimum: -1 }), {
+    ...nullable,
+    description:
+      "Alternatives per prompt token; at most the server's max logprobs (20); -1: the whole vocabulary. Only 0 with stream.",
+  }),
+  allowed_token_ids: optional(array(integer(), { minItems: 1 }), nullable),
+  bad_words: withDefault(array(string({ minLength: 1 })), []),
+  echo: withDefault(boolean(), false, {
+    description: "Prepend the last message to the reply when both have the same role.",
+  }),
+  add_generation_prompt: withDefault(boolean(), true, {
+    description: "Add the generation prompt to the chat template.",
+  }),
+  continue_final_message: withDefault(boolean(), false, {
+    description: "Continue the final message (prefill); needs add_generation_prompt=false.",
+  }),
+  add_special_tokens: withDefault(boolean(), false, {
+    description: "Add special tokens such as BOS on top of the template's.",
+  }),
+  documents: optional(array(jsonObject()), {
+    ...nullable,
+    description: "Documents for retrieval-augmented generation, each with title and text keys.",
+  }),
+  chat_template: optional(string(), nullable),
+  chat_template_kwargs: optional(jsonObject(), nullable),
+  mm_processor_kwargs: optional(jsonObject(), {
+    ...nullable,
+    description: "Rejected: the served models are text-only.",
+  }),
+  structured_outputs: optional(structuredOutputsSchema, {
+    ...nullable,
+    description: "Exactly one of json, regex, choice, grammar, json_object, structural_tag. Not served yet.",
+  }),
+  priority: withDefault(
+    transform(int64(), (p) => Number(p)),
+    0,
+    { description: "Lower is handled earlier; non-zero needs a model with priority scheduling." },
+  ),
+  request_id: withDefault(string(), randomRequestId, { description: "Generated when absent." }),
+  return_tokens_as_token_ids: withDefault(boolean(), false, nullable),
+  return_token_ids: withDefault(boolean(), false, nullable),
+  cache_salt: optional(cacheSaltSchema, nullable),
+  kv_transfer_params: optional(jsonObject(), { ...nullable, description: "Echoed in the response." }),
+  engine_xargs: optional(engineXargsSchema, {
+    ...nullable,
+    description: "Extension parameters (strings, numbers or lists of them). No keys are defined yet.",
+  }),
+  repetition_detection: optional(repetitionDetectionSchema, nullable),
+};
+
+export const chatCompletionRequestSchema = object(requestShape, {
+  description: "A chat completion request (OpenAI-compatible, with vLLM's extra fields).",
+});
+
+type WireRequest = Infer<typeof chatCompletionRequestSchema>;
+
+function randomRequestId(): string {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+// ---- the parsed request ----
+
+export type { EngineXargValue, RepetitionDetectionParams, StreamOptions, Tool };
+
+/** A validated request. Fields with a default always hold a value; the others may be undefined. */
+export interface ChatCompletionRequest {
+  messages: ChatMessage[];
+  model: string;
+  frequency_penalty: number;
+  presence_penalty: number;
+  /** [token id, bias] pairs, bias clamped to ±100; ids are checked against the vocabulary later. */
+  logit_bias?: [number, number][];
+  logprobs: boolean;
+  top_logprobs: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  n: number;
+  seed?: bigint;
+  stop: string[];
+  stream: boolean;
+  stream_options?: StreamOptions;
+  temperature?: number;
+  top_p?: number;
+  tools?: Tool[];
+  tool_choice: "none";
+  reasoning_effort?: "low" | "medium" | "high";
+  include_reasoning: boolean;
+  parallel_tool_calls: boolean;
+  user?: string;
+  use_beam_search: boolean;
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  length_penalty: number;
+  /** Deduplicated, in request order. */
+  stop_token_ids: number[];
+  include_stop_str_in_output: boolean;
+  ignore_eos: boolean;
+  min_tokens: number;
+  skip_special_tokens: boolean;
+  spaces_between_special_tokens: boolean;
+  /** -1 or >= 0; values beyond 2^53 are capped there (far beyond any context). */
+  truncate_prompt_tokens?: number;
+  prompt_logprobs?: number;
+  allowed_token_ids?: number[];
+  /** Deduplicated, in request order. */
+  bad_words: string[];
+  echo: boolean;
+  add_generation_prompt: boolean;
+  continue_final_message: boolean;
+  add_special_tokens: boolean;
+  documents?: Record<string, unknown>[];
+  chat_template?: string;
+  chat_template_kwargs?: Record<string, unknown>;
+  priority: number;
+  request_id: string;
+  return_tokens_as_token_ids: boolean;
+  return_token_ids: boolean;
+  cache_salt?: string;
+  kv_transfer_params?: Record<string, unknown>;
+  engine_xargs?: Record<string, EngineXargValue>;
+  repetition_detection?: RepetitionDetectionParams;
+}
+
+/**
+ * Parses a chat completion request body, throwing an ApiError (400) naming the first bad field.
+ * Pass the raw body text when available: integers beyond 2^53 (seed, truncate_prompt_tokens,
+ * priority) are then read exactly instead of as JSON.parse rounded them.
+ */
+export function parseChatCompletionRequest(body: unknown, rawText?: string): ChatCompletionRequest {
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw invalidRequest("The request body must be a JSON object.", null, "invalid_type");
+  const exact =
+    rawText !== undefined && hasInexactIntegers(body)
+      ? withExactIntegers(body as Record<string, unknown>, rawText)
+      : body;
+  const wire = chatCompletionRequestSchema.parse(exact, "");
+  checkCombinations(wire);
+  return toParsed(wire);
+}
+
+/** Rules across fields, and fields whose feature this server does not have (never ignored). */
+function checkCombinations(r: WireRequest): void {
+  if (r.model === undefined) throw missingError("model");
+  if (r.stream_options !== undefined && !r.stream)
+    throw invalidRequest("stream_options can only be set when stream is true.", "stream_options");
+  if ((r.top_logprobs === -1 || r.top_logprobs > 0) && !r.logprobs)
+    throw invalidRequest("When using top_logprobs, logprobs must be set to true.", "top_logprobs");
+  if (r.prompt_logprobs !== undefined && r.stream && r.prompt_logprobs !== 0)
+    throw invalidRequest("prompt_logprobs are not available when stream is true.", "prompt_logprobs");
+  const maxTokens = r.max_completion_tokens ?? r.max_tokens;
+  if (maxTokens !== undefined && r.min_tokens > maxTokens)
+    throw invalidRequest(
+      `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${r.min_tokens}.`,
+      "min_tokens",
+    );
+  if (r.continue_final_message && r.add_generation_prompt)
+    throw invalidRequest(
+      "Cannot set both continue_final_message and add_generation_prompt to true; set add_generation_prompt to false to continue the final message.",
+      "continue_final_message",
+    );
+  if (r.mm_processor_kwargs !== undefined)
+    throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
+  if (r.response_format?.type === "json_schema" && r.response_format.json_schema === undefined)
+    throw invalidRequest(
+      "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+      "response_format.json_schema",
+    );
+  if (r.structured_outputs !== undefined) {
+    const so = r.structured_outputs;
+    const set = STRUCTURED_CONSTRAINTS.filter((k) => so[k] !== undefined);
+    if (set.length !== 1)
+      throw invalidRequest(
+        `structured_outputs needs exactly one of ${STRUCTURED_CONSTRAINTS.join(", ")}; got ${set.length ? set.join(", ") : "none"}.`,
+        "structured_outputs",
+      );
+    throw unsupportedField("structured_outputs", "this server has no structured-output backend yet");
+  }
+  if (r.response_format !== undefined && r.response_format.type !== "text")
+    throw unsupportedField(
+      "response_format",
+      `type "${r.response_format.type}" needs structured outputs, which this server does not have yet; use type "text"`,
+    );
+}
+
+function toParsed(r: WireRequest): ChatCompletionRequest {
+  const {
+    model,
+    seed,
+    truncate_prompt_tokens,
+    stop_token_ids,
+    bad_words,
+    response_format: _rf,
+    mm_processor_kwargs: _mm,
+    structured_outputs: _so,
+    ...rest
+  } = r;
+  const { messages, ...others } = rest;
+  const parsed: ChatCompletionRequest = {
+    messages,
+    model: model!,
+    ...others,
+    stop_token_ids: [...new Set(stop_token_ids)],
+    bad_words: [...new Set(bad_words)],
+  };
+  if (seed !== undefined) parsed.seed = seed;
+  if (truncate_prompt_tokens !== undefined)
+    parsed.truncate_prompt_tokens =
+      truncate_prompt_tokens > BigInt(Number.MAX_SAFE_INTEGER)
+        ? Number.MAX_SAFE_INTEGER
+        : Number(truncate_prompt_tokens);
+  return parsed;
+}

@@ -1,0 +1,148 @@
+/**
+ * The OpenAPI 3.1 document of the service. The chat completion request schema is generated from
+ * the same schema objects that validate requests, so the two cannot drift.
+ */
+import { chatCompletionRequestSchema } from "./chat-request.ts";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionResponseSchema,
+  checkpointListSchema,
+  errorSchema,
+  healthSchema,
+  modelListSchema,
+} from "./response-schemas.ts";
+import { compactJson, type JsonSchema } from "./schema.ts";
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const json = (schema: JsonSchema) => ({ "application/json": { schema } });
+
+const errorResponse = (description: string) => ({ description, content: json(ref("Error")) });
+
+const commonErrors = {
+  "400": errorResponse("Invalid request: the error's param names the field (with its path)."),
+  "401": errorResponse("Missing or invalid API key."),
+};
+
+export function buildOpenApiDocument(): object {
+  return compactJson({
+    openapi: "3.1.0",
+    info: {
+      title: "ortserve",
+      version: "1",
+      description:
+        "OpenAI-compatible chat completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
+    },
+    security: [{ bearerAuth: [] }],
+    paths: {
+      "/v1/chat/completions": {
+        post: {
+          operationId: "createChatCompletion",
+          summary: "Generate a model reply for a list of chat messages.",
+          parameters: [
+            {
+              name: "Compat-Project",
+              in: "header",
+              required: false,
+              description: "Team and project for usage tracking, as <team>/<project>.",
+              schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
+            },
+          ],
+          requestBody: { required: true, content: json(ref("ChatCompletionRequest")) },
+          responses: {
+            "200": {
+              description: "The reply (or, with stream=true, a stream of chunks).",
+              content: {
+                ...json(ref("ChatCompletionResponse")),
+                "text/event-stream": { schema: ref("ChatCompletionChunk") },
+              },
+            },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+            "413": errorResponse("Request body too large."),
+            "500": errorResponse("Engine failure."),
+            "503": errorResponse("The server is shutting down."),
+          },
+        },
+      },
+      "/v1/models": {
+        get: {
+          operationId: "listModels",
+          summary: "List the served models and their checkpoints.",
+          responses: {
+            "200": { description: "The models.", content: json(ref("ModelList")) },
+            ...commonErrors,
+          },
+        },
+      },
+      "/v1/preview/models/{model_id}/checkpoints": {
+        get: {
+          operationId: "listModelCheckpoints",
+          summary: "List a model's checkpoints, paginated by cursor.",
+          parameters: [
+            { name: "model_id", in: "path", required: true, schema: { type: "string" } },
+            {
+              name: "after",
+              in: "query",
+              required: false,
+              description: "Cursor: ID of the last item of the previous page.",
+              schema: { type: "string" },
+            },
+            {
+              name: "limit",
+              in: "query",
+              required: false,
+              description: "Number of items to return.",
+              schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+            },
+            {
+              name: "order",
+              in: "query",
+              required: false,
+              description: "Sort order by step.",
+              schema: { type: "string", enum: ["asc", "desc"], default: "asc" },
+            },
+          ],
+          responses: {
+            "200": { description: "One page of checkpoints.", content: json(ref("CheckpointList")) },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+          },
+        },
+      },
+      "/health": {
+        get: {
+          operationId: "health",
+          summary: "Liveness; 503 while draining for shutdown.",
+          security: [],
+          responses: {
+            "200": { description: "Serving.", content: json(ref("Health")) },
+            "503": { description: "Draining.", content: json(ref("Health")) },
+          },
+        },
+      },
+      "/openapi.json": {
+        get: {
+          operationId: "openapi",
+          summary: "This document.",
+          security: [],
+          responses: { "200": { description: "The OpenAPI document.", content: json({ type: "object" }) } },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", description: "Authorization: Bearer <API key>." },
+      },
+      schemas: {
+        ChatCompletionRequest: chatCompletionRequestSchema.jsonSchema(),
+        ChatCompletionResponse: chatCompletionResponseSchema,
+        ChatCompletionChunk: chatCompletionChunkSchema,
+        ModelList: modelListSchema,
+        CheckpointList: checkpointListSchema,
+        Health: healthSchema,
+        Error: errorSchema,
+      },
+    },
+  });
+}

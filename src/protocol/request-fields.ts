@@ -1,0 +1,172 @@
+/**
+ * Schemas of the request fields that carry their own rules (objects, unions, normalisations), kept
+ * apart from the field table in chat-request.ts.
+ */
+import {
+  array,
+  boolean,
+  childPath,
+  type Infer,
+  integer,
+  isArray,
+  isString,
+  jsonObject,
+  literal,
+  number,
+  object,
+  optional,
+  required,
+  type Schema,
+  string,
+  transform,
+  union,
+  valueError,
+  withDefault,
+} from "./schema.ts";
+
+const nullable = { nullable: true };
+
+export interface StreamOptions {
+  include_usage: boolean;
+  continuous_usage_stats: boolean;
+}
+
+export const streamOptionsSchema: Schema<StreamOptions> = object({
+  include_usage: withDefault(boolean(), false, {
+    ...nullable,
+    description: "Send a usage chunk before [DONE].",
+  }),
+  continuous_usage_stats: withDefault(boolean(), false, {
+    ...nullable,
+    description: "With include_usage: usage on every chunk.",
+  }),
+});
+
+const jsonSchemaFormat = object({
+  name: required(string()),
+  description: optional(string(), nullable),
+  schema: optional(jsonObject(), nullable),
+  strict: optional(boolean(), nullable),
+});
+
+export const responseFormatSchema = object({
+  type: required(literal(["text", "json_object", "json_schema"])),
+  json_schema: optional(jsonSchemaFormat, nullable),
+});
+
+export const toolSchema = object({
+  type: required(literal(["function"])),
+  function: required(
+    object({
+      name: required(string()),
+      description: optional(string(), nullable),
+      parameters: optional(jsonObject(), nullable),
+      strict: optional(boolean(), nullable),
+    }),
+  ),
+});
+
+export type Tool = Infer<typeof toolSchema>;
+
+export const structuredOutputsSchema = object({
+  json: optional(
+    union<unknown>(
+      [
+        { when: isString, schema: string() },
+        { when: (v) => typeof v === "object" && v !== null && !Array.isArray(v), schema: jsonObject() },
+      ],
+      "a string or an object",
+    ),
+    nullable,
+  ),
+  regex: optional(string(), nullable),
+  choice: optional(array(string()), nullable),
+  grammar: optional(string(), nullable),
+  json_object: optional(boolean(), nullable),
+  disable_fallback: withDefault(boolean(), false, nullable),
+  disable_any_whitespace: withDefault(boolean(), false, nullable),
+  disable_additional_properties: withDefault(boolean(), false, nullable),
+  whitespace_pattern: optional(string(), nullable),
+  structural_tag: optional(string(), nullable),
+  _backend: optional(string(), nullable),
+  _backend_was_auto: withDefault(boolean(), false, nullable),
+});
+
+export const STRUCTURED_CONSTRAINTS = [
+  "json",
+  "regex",
+  "choice",
+  "grammar",
+  "json_object",
+  "structural_tag",
+] as const;
+
+export interface RepetitionDetectionParams {
+  max_pattern_size: number;
+  min_pattern_size: number;
+  min_count: number;
+}
+
+export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = transform(
+  object({
+    max_pattern_size: withDefault(integer(), 0, { description: "Longest pattern; 0 disables detection." }),
+    min_pattern_size: withDefault(integer(), 0, { description: "Shortest pattern; 0 means 1." }),
+    min_count: withDefault(integer(), 0, { description: "Back-to-back copies that end generation; >= 2." }),
+  }),
+  (r, path) => {
+    if (r.max_pattern_size < 0 || r.min_pattern_size < 0 || r.min_pattern_size > r.max_pattern_size)
+      throw valueError(
+        path,
+        "max_pattern_size and min_pattern_size must be >= 0, with min_pattern_size <= max_pattern_size. Set both to 0 to disable repetition detection.",
+      );
+    if (r.max_pattern_size > 0 && r.min_count < 2)
+      throw valueError(
+        childPath(path, "min_count"),
+        "min_count must be >= 2 to detect repeated patterns; set max_pattern_size to 0 to disable detection.",
+      );
+    return r;
+  },
+);
+
+const TOKEN_ID_KEY = /^\s*[+-]?\d+\s*$/;
+
+/** Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. */
+export const logitBiasSchema: Schema<[number, number][]> = transform(jsonObject(), (bias, path) => {
+  const bad = Object.keys(bias).filter((k) => !TOKEN_ID_KEY.test(k));
+  if (bad.length)
+    throw valueError(
+      path,
+      `keys must be integer token ids, but got ${bad.map((k) => JSON.stringify(k)).join(", ")}.`,
+    );
+  const byId = new Map<number, number>();
+  for (const [key, value] of Object.entries(bias)) {
+    const v = number().parse(value, childPath(path, key.trim()));
+    byId.set(Number(key), Math.min(100, Math.max(-100, v)));
+  }
+  return [...byId];
+});
+
+export const stopSchema: Schema<string[]> = transform(
+  union<string[]>(
+    [
+      { when: isString, schema: transform(string(), (s) => [s]) },
+      { when: isArray, schema: array(string()) },
+    ],
+    "a string or an array of strings",
+  ),
+  (stop, path) => {
+    if (stop.some((s) => s === "")) throw valueError(path, "stop strings must not be empty.");
+    return stop;
+  },
+);
+
+const CACHE_SALT_FORBIDDEN = /[@/\\\0]/;
+
+export const cacheSaltSchema = transform(string(), (salt, path) => {
+  if (salt === "" || salt.length > 128 || CACHE_SALT_FORBIDDEN.test(salt))
+    throw valueError(
+      path,
+      "must be a non-empty string of at most 128 characters without '@', '/', '\\' or NUL.",
+    );
+  return salt;
+});

@@ -1,0 +1,192 @@
+/**
+ * The streaming response: engine events in, vLLM's chat.completion.chunk objects out, one choice
+ * per chunk, choices interleaved in arrival order. Pure — the caller writes each frame as
+ * `data: <json>` and ends the stream with `data: [DONE]` once `finished` is true.
+ *
+ * Order per request: a role chunk per choice (prompt_token_ids on the very first), an echo chunk
+ * per choice, content chunks, a finish chunk per choice, then a usage chunk when
+ * stream_options.include_usage is set.
+ */
+
+import type { EngineEvent, FinishReason } from "../engine/types.ts";
+import type { ApiError, ApiErrorBody } from "../errors.ts";
+import type { ChatCompletionRequest } from "./chat-request.ts";
+import { engineErrorToApiError } from "./engine-errors.ts";
+import {
+  type ChoiceLogprobs,
+  completionId,
+  echoText,
+  logprobEntries,
+  type ResponseContext,
+  responseRole,
+  type Usage,
+  unixSeconds,
+  usage,
+} from "./output-parts.ts";
+
+export interface ChatCompletionChunkChoice {
+  index: number;
+  delta: { role?: string; content?: string };
+  logprobs: ChoiceLogprobs | null;
+  finish_reason: FinishReason | null;
+  stop_reason?: number | string | null;
+  token_ids?: number[] | null;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: ChatCompletionChunkChoice[];
+  usage?: Usage;
+  prompt_token_ids?: number[];
+}
+
+/**
+ * One `data:` payload. An error frame carries its ApiError too: before anything was sent, the
+ * caller may answer with a plain JSON error and its real status instead.
+ */
+export type StreamFrame =
+  | { type: "chunk"; data: ChatCompletionChunk }
+  | { type: "error"; error: ApiError; data: ApiErrorBody };
+
+export class ChatCompletionStreamer {
+  private readonly req: ChatCompletionRequest;
+  private readonly id: string;
+  private readonly model: string;
+  private readonly created: number;
+  private readonly includeUsage: boolean;
+  private readonly continuousUsage: boolean;
+  /** Tokens generated so far, per choice. */
+  private readonly tokens: number[];
+  private promptTokens = 0;
+  private cachedTokens = 0;
+  private sentAny = false;
+  private started = false;
+  private ended = false;
+
+  constructor(req: ChatCompletionRequest, ctx: ResponseContext) {
+    this.req = req;
+    this.id = completionId(ctx.requestId);
+    this.model = ctx.model;
+    this.created = ctx.created ?? unixSeconds();
+    this.includeUsage = req.stream_options?.include_usage ?? false;
+    // vLLM sends per-chunk usage only when the final usage was asked for too.
+    this.continuousUsage = this.includeUsage && (req.stream_options?.continuous_usage_stats ?? false);
+    this.tokens = new Array<number>(req.n).fill(0);
+  }
+
+  /** True after the last frame (usage chunk or error): the caller then writes [DONE]. */
+  get finished(): boolean {
+    return this.ended;
+  }
+
+  /** True once a chunk was produced. An error before that can still be a plain JSON error response. */
+  get producedChunks(): boolean {
+    return this.sentAny;
+  }
+
+  push(event: EngineEvent): StreamFrame[] {
+    if (this.ended) return [];
+    const frames: StreamFrame[] = [];
+    switch (event.type) {
+      case "prompt":
+        this.promptTokens = event.promptTokenIds.length;
+        this.cachedTokens = event.cachedTokens;
+        this.start(frames, event.promptTokenIds);
+        break;
+      case "delta": {
+        this.start(frames, undefined);
+        if (event.text === "" && event.tokenIds.length === 0) break;
+        this.tokens[event.choice] = (this.tokens[event.choice] ?? 0) + event.tokenIds.length;
+        const choice: ChatCompletionChunkChoice = {
+          index: event.choice,
+          delta: { content: event.text },
+          logprobs: this.req.logprobs ? { content: logprobEntries(event.logprobs ?? []) } : null,
+          finish_reason: null,
+          token_ids: this.req.return_token_ids ? event.tokenIds : null,
+        };
+        frames.push(this.chunk(choice, this.tokens[event.choice]!));
+        break;
+      }
+      case "finish": {
+        this.start(frames, undefined);
+        this.tokens[event.choice] = event.completionTokens;
+        const choice: ChatCompletionChunkChoice = {
+          index: event.choice,
+          delta: {},
+          logprobs: null,
+          finish_reason: event.finishReason,
+          stop_reason: event.stopReason,
+          token_ids: this.req.return_token_ids ? [] : null,
+        };
+        frames.push(this.chunk(choice, event.completionTokens));
+        break;
+      }
+      case "done":
+        this.start(frames, undefined);
+        if (this.includeUsage) {
+          const completion = this.tokens.reduce((a, b) => a + b, 0);
+          frames.push({
+            type: "chunk",
+            data: { ...this.envelope([]), usage: usage(this.promptTokens, completion, this.cachedTokens) },
+          });
+        }
+        this.ended = true;
+        break;
+      case "error":
+        frames.push(this.fail(engineErrorToApiError(event)));
+        break;
+    }
+    if (frames.some((f) => f.type === "chunk")) this.sentAny = true;
+    return frames;
+  }
+
+  /** The error frame for a failure the caller caught itself (e.g. the engine stream threw). */
+  fail(error: ApiError): StreamFrame {
+    this.ended = true;
+    return { type: "error", error, data: error.toBody() };
+  }
+
+  /** Role chunks (and echo chunks) for every choice, once, when the first event arrives. */
+  private start(frames: StreamFrame[], promptTokenIds: number[] | undefined): void {
+    if (this.started) return;
+    this.started = true;
+    const role = responseRole(this.req);
+    for (let i = 0; i < this.req.n; i++) {
+      const frame = this.chunk(
+        { index: i, delta: { role, content: "" }, logprobs: null, finish_reason: null },
+        0,
+      );
+      if (i === 0 && this.req.return_token_ids && promptTokenIds)
+        frame.data.prompt_token_ids = promptTokenIds;
+      frames.push(frame);
+    }
+    const echo = echoText(this.req);
+    if (echo)
+      for (let i = 0; i < this.req.n; i++)
+        frames.push(
+          this.chunk({ index: i, delta: { content: echo }, logprobs: null, finish_reason: null }, 0),
+        );
+  }
+
+  private envelope(choices: ChatCompletionChunkChoice[]): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.model,
+      choices,
+    };
+  }
+
+  private chunk(
+    choice: ChatCompletionChunkChoice,
+    completionTokens: number,
+  ): { type: "chunk"; data: ChatCompletionChunk } {
+    const data = this.envelope([choice]);
+    if (this.continuousUsage) data.usage = usage(this.promptTokens, completionTokens);
+    return { type: "chunk", data };
+  }
+}

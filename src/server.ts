@@ -1,0 +1,148 @@
+/**
+ * Wires the service together from its configuration: storage (keys, usage), model registry,
+ * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
+ */
+import type { Server } from "node:http";
+import { EnginePool } from "./engine/pool.ts";
+import type { ModelEngineConfig } from "./engine/types.ts";
+import { createApp } from "./http/app.ts";
+import { ModelRegistry } from "./models/registry.ts";
+import { createLogger, type Logger } from "./observability/logger.ts";
+import { Metrics } from "./observability/metrics.ts";
+import { ChatCompletionsService } from "./serving/chat-completions.ts";
+import { openStorage, type Storage } from "./storage/storage.ts";
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  modelsDir: string;
+  dbPath?: string;
+  /** Engine worker threads. */
+  workers: number;
+  /** ONNX Runtime intra-op threads per worker. */
+  threads: number;
+  maxNumSeqs: number;
+  maxModelLen: number;
+  prefillChunk: number;
+  prefixCacheBytes: number;
+  maxBodyBytes: number;
+  /** Print the bootstrap API key here (stdout by default). */
+  announceKey?: (key: string) => void;
+  logger?: Logger;
+}
+
+export const SERVER_DEFAULTS = {
+  host: "127.0.0.1",
+  port: 8000,
+  // One worker with both cores for ONNX Runtime measured fastest on a 2-core box (bench/README.md).
+  workers: 1,
+  threads: 2,
+  maxNumSeqs: 16,
+  maxModelLen: 4096,
+  prefillChunk: 256,
+  prefixCacheBytes: 256 << 20,
+  maxBodyBytes: 8 << 20,
+} as const;
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  storage: Storage;
+  pool: EnginePool;
+  /** Stops accepting requests, waits for in-flight ones, then releases everything. */
+  close(): Promise<void>;
+}
+
+export async function startServer(config: ServerConfig): Promise<RunningServer> {
+  const logger = config.logger ?? createLogger();
+  const storage = openStorage(config.dbPath);
+  const envKey = process.env.ORTSERVE_API_KEY;
+  if (envKey) {
+    const info = storage.keys.addEnvKey(envKey);
+    if (info.revokedAt) logger.warn("ORTSERVE_API_KEY is a revoked key; requests using it will be refused");
+  }
+  const created = storage.keys.ensureBootstrapKey();
+  if (created) {
+    const announce =
+      config.announceKey ??
+      ((key: string) =>
+        process.stdout.write(`ortserve: created API key (shown once, store it now):\n${key}\n`));
+    announce(created.key);
+  }
+
+  const registry = ModelRegistry.load(config.modelsDir);
+  for (const w of registry.warnings) logger.warn("model registry", { warning: w });
+  for (const u of registry.unavailable) logger.warn("model unavailable", { model: u.id, reason: u.reason });
+
+  const metrics = new Metrics();
+  const pool = new EnginePool({ workers: config.workers, maxRequestsPerWorker: 1024 });
+  const engineConfig = (
+    dir: string,
+    format: "q4" | "fp32",
+    policy: "fcfs" | "priority",
+    maxLen?: number,
+  ): ModelEngineConfig => ({
+    modelDir: dir,
+    format,
+    schedulingPolicy: policy,
+    maxNumSeqs: config.maxNumSeqs,
+    maxModelLen: Math.min(config.maxModelLen, maxLen ?? Number.POSITIVE_INFINITY),
+    prefillChunk: config.prefillChunk,
+    prefixCacheBytes: config.prefixCacheBytes,
+    intraOpThreads: config.threads,
+  });
+  let draining = false;
+  const chat = new ChatCompletionsService({
+    registry,
+    pool,
+    storage,
+    metrics,
+    logger,
+    engineConfig,
+    draining: () => draining,
+  });
+  const app = createApp({
+    registry,
+    keys: storage.keys,
+    chat,
+    metrics,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    draining: () => draining,
+    refreshEngineMetrics: async () => {
+      const stats = (await pool.stats()) as Record<
+        string,
+        { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }
+      >;
+      for (const [key, s] of Object.entries(stats)) {
+        const engine = (JSON.parse(key) as { modelDir: string }).modelDir;
+        metrics.queueDepth.set(s.waiting, { engine });
+        metrics.runningSequences.set(s.running, { engine });
+        metrics.kvCacheBytes.set(s.kvBytes, { engine });
+        metrics.kvCacheUsedBytes.set(s.kvUsedBytes, { engine });
+      }
+    },
+  });
+
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const url = `http://${config.host}:${port}`;
+  logger.info("listening", { url, models: registry.list().map((m) => m.id) });
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      draining = true;
+      logger.info("draining: waiting for in-flight requests");
+      await new Promise<void>((r) => server.close(() => r()));
+      await pool.close();
+      storage.close();
+      logger.info("stopped");
+    })();
+    return closing;
+  };
+  return { url, server, storage, pool, close };
+}
