@@ -28,6 +28,9 @@ export class EnginePool {
       // Requests beyond the per-worker limit wait here rather than fail.
       maxQueue: Number.POSITIVE_INFINITY,
       idleTimeout: Number.POSITIVE_INFINITY,
+      // A worker's engine keeps stepping between tasks (e.g. dropping an aborted request's row);
+      // piscina's default Atomics.wait would freeze its event loop whenever no task is open.
+      atomics: "disabled",
     });
   }
 
@@ -49,15 +52,22 @@ export class EnginePool {
     };
     port1.on("message", push);
     const task: WorkerTask = { kind: "generate", config, request, port: port2 };
-    const onAbort = () => port1.postMessage({ type: "abort" });
+    const onAbort = () => {
+      port1.postMessage({ type: "abort" });
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
     this.pool.run(task, { transferList: [port2] }).then(
       // The worker resolves after its last event was posted; let it drain before declaring the end.
       () =>
-        setTimeout(
-          () => push({ type: "error", code: "engine_failure", message: "request ended without a result" }),
-          50,
-        ),
+        setTimeout(() => {
+          if (!signal?.aborted) {
+            push({ type: "error", code: "engine_failure", message: "request ended without a result" });
+            return;
+          }
+          // Aborted by the caller: the stream just ends.
+          ended = true;
+          wake?.();
+        }, 50),
       (err: Error) =>
         push({ type: "error", code: "engine_failure", message: `engine worker failed: ${err.message}` }),
     );

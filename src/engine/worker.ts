@@ -41,7 +41,11 @@ function engineFor(config: ModelEngineConfig): Promise<ModelEngine> {
 
 async function generate(task: GenerateTask): Promise<void> {
   const { port } = task;
-  const send = (e: EngineEvent) => port.postMessage(e);
+  let open = true;
+  // After an abort the port is closed while the engine may still report the request's end.
+  const send = (e: EngineEvent) => {
+    if (open) port.postMessage(e);
+  };
   let engine: ModelEngine;
   try {
     engine = await engineFor(task.config);
@@ -56,6 +60,8 @@ async function generate(task: GenerateTask): Promise<void> {
   }
   await new Promise<void>((resolve) => {
     const end = () => {
+      if (!open) return;
+      open = false;
       port.close();
       resolve();
     };

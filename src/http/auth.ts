@@ -24,11 +24,17 @@ const BEARER = /^bearer\s+(\S+)\s*$/i;
 
 export function authenticate(keys: ApiKeys) {
   return (req: Request, _res: Response, next: NextFunction): void => {
-    if (req.method === "OPTIONS") return next();
+    if (req.method === "OPTIONS") {
+      next();
+      return;
+    }
     const header = req.get("authorization");
     const token = header ? BEARER.exec(header)?.[1] : undefined;
     const key = token ? keys.verifyKey(token) : undefined;
-    if (!key) return next(unauthorized(header ? "Invalid API key." : undefined));
+    if (!key) {
+      next(unauthorized(header ? "Invalid API key." : undefined));
+      return;
+    }
     let team: string | null = null;
     let project: string | null = null;
     for (const name of ["Compat-Project", "OpenAI-Project"]) {
@@ -37,7 +43,8 @@ export function authenticate(keys: ApiKeys) {
       try {
         ({ team, project } = parseProjectHeader(value, name));
       } catch (err) {
-        return next(err);
+        next(err);
+        return;
       }
       break;
     }

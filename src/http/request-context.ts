@@ -27,7 +27,7 @@ export function requestContext(logger: Logger, metrics: Metrics) {
       logger.info("request", {
         request_id: req.requestId,
         method: req.method,
-        path: req.path,
+        path: req.originalUrl.split("?")[0],
         status: res.statusCode,
         duration_ms: Math.round(seconds * 1000),
         completed: res.writableFinished,

@@ -6,6 +6,7 @@
 import { readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { scanCheckpoints } from "./registry/checkpoint-dir.ts";
+import { isDirectoryEntry } from "./registry/dir-entry.ts";
 import { readModelDir } from "./registry/model-dir.ts";
 import type { Resolution, ServedModel, UnavailableModel } from "./registry/types.ts";
 
@@ -48,7 +49,7 @@ export class ModelRegistry {
     let names: string[];
     try {
       names = readdirSync(root, { withFileTypes: true })
-        .filter((e) => e.isDirectory() && !e.name.startsWith("."))
+        .filter((e) => isDirectoryEntry(e) && !e.name.startsWith("."))
         .map((e) => e.name)
         .sort();
     } catch (err) {

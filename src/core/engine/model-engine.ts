@@ -139,7 +139,14 @@ export class ModelEngine {
     const { promptIds, maxTokens } = this.preparePrompt(req);
     const active: ActiveRequest = {
       req,
-      emit,
+      // A failing sink must never stop the loop (it would strand every other request's rows).
+      emit: (e) => {
+        try {
+          emit(e);
+        } catch {
+          active.aborted = true;
+        }
+      },
       priority: req.priority,
       arrival: this.arrivals++,
       promptIds,

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelFormat } from "../fetch/model-meta.ts";
+import { isDirectoryEntry } from "./dir-entry.ts";
 import type { Checkpoint } from "./types.ts";
 import { availableFormats, pickFormat } from "./weights.ts";
 
@@ -79,7 +80,7 @@ function readCheckpoint(dir: string, preferred: ModelFormat): Checkpoint {
 
 function subdirectories(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && !e.name.startsWith("."))
+    .filter((e) => isDirectoryEntry(e) && !e.name.startsWith("."))
     .map((e) => e.name)
     .sort();
 }

@@ -1,0 +1,64 @@
+/** Starts a real `ortserve serve` process on a free port for end-to-end tests. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { repoRoot } from "../../src/util/paths.ts";
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  stderr: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startServerProcess(opts: {
+  modelsDir: string;
+  dbPath: string;
+  apiKey: string;
+  extraArgs?: string[];
+}): Promise<ServerProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      join(repoRoot, "src/cli/main.ts"),
+      "serve",
+      "--no-setup",
+      "--port",
+      "0",
+      "--models-dir",
+      opts.modelsDir,
+      "--db",
+      opts.dbPath,
+      "--max-num-seqs",
+      "8",
+      ...(opts.extraArgs ?? []),
+    ],
+    { env: { ...process.env, ORTSERVE_API_KEY: opts.apiKey }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 60_000);
+    const check = () => {
+      const m = /serving on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stderr!.on("data", check);
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${err}`)));
+  });
+  return {
+    url,
+    child,
+    stderr: () => err,
+    stop: (signal = "SIGTERM") =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once("exit", (code) => resolve(code));
+        child.kill(signal);
+      }),
+  };
+}
