@@ -1,0 +1,184 @@
+/**
+ * Single-stream prefill and greedy decode throughput: ortserve's runner on the
+ * q4 and fp32 ONNX models versus llama.cpp on the source GGUF, same prompt ids,
+ * same number of generated tokens (EOS ignored), one engine loaded at a time.
+ *
+ *   node bench/decode.ts [--json] [--engines ort-q4,ort-fp32,llama.cpp] [--threads 1,2]
+ *                        [--prompt-tokens 128] [--new-tokens 128] [--runs 3]
+ *                        [--max-foreign-cpus 0.15] [--max-attempts 8]
+ *                        [--model smollm2-135m-instruct] [--models-dir DIR] [--gguf FILE]
+ */
+import { existsSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { modelFile } from "../src/core/runner/ort-session.ts";
+import { type ModelFormat, readModelMeta } from "../src/models/fetch/model-meta.ts";
+import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { runUndisturbed } from "./contention.ts";
+import type { BenchEngine } from "./engine.ts";
+import { openLlamaEngine } from "./llama-engine.ts";
+import { openOrtEngine } from "./ort-engine.ts";
+import { benchPrompt } from "./prompt.ts";
+import { type EngineResult, markdownTable } from "./report.ts";
+import { agreeingPrefix, median, nowSeconds } from "./stats.ts";
+
+const ENGINES = ["ort-q4", "ort-fp32", "llama.cpp"] as const;
+type EngineName = (typeof ENGINES)[number];
+
+const { values: args } = parseArgs({
+  options: {
+    json: { type: "boolean", default: false },
+    engines: { type: "string", default: ENGINES.join(",") },
+    threads: { type: "string", default: "1,2" },
+    "prompt-tokens": { type: "string", default: "128" },
+    "new-tokens": { type: "string", default: "128" },
+    runs: { type: "string", default: "3" },
+    "max-foreign-cpus": { type: "string", default: "0.15" },
+    "max-attempts": { type: "string", default: "8" },
+    model: { type: "string", default: "smollm2-135m-instruct" },
+    "models-dir": { type: "string" },
+    gguf: { type: "string" },
+  },
+});
+
+function positiveInts(flag: string, value: string): number[] {
+  const list = value.split(",").map(Number);
+  if (!list.every((n) => Number.isSafeInteger(n) && n > 0))
+    throw new Error(`--${flag}: positive integers expected`);
+  return list;
+}
+
+const engines = args.engines.split(",") as EngineName[];
+for (const e of engines) if (!ENGINES.includes(e)) throw new Error(`--engines: unknown engine "${e}"`);
+const threadCounts = positiveInts("threads", args.threads);
+const [promptTokens] = positiveInts("prompt-tokens", args["prompt-tokens"]);
+const [newTokens] = positiveInts("new-tokens", args["new-tokens"]);
+const [runs] = positiveInts("runs", args.runs);
+const [maxAttempts] = positiveInts("max-attempts", args["max-attempts"]);
+const maxForeignCpus = Number(args["max-foreign-cpus"]);
+if (!(maxForeignCpus > 0)) throw new Error("--max-foreign-cpus: positive number expected");
+const modelDir = join(modelsDir(args["models-dir"]), args.model);
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function ggufPath(): Promise<string> {
+  if (args.gguf) return args.gguf;
+  const meta = await readModelMeta(modelDir);
+  const path = join(ggufCacheDir(), meta.source.gguf_file);
+  if (!existsSync(path)) throw new Error(`${path} not found: run \`npm run setup-model\` or pass --gguf`);
+  return path;
+}
+
+/** `npm run bench` only sets up the model's default format; convert the other one on demand. */
+async function ensureFormat(format: ModelFormat): Promise<void> {
+  if (existsSync(modelFile(modelDir, format))) return;
+  const { DEFAULT_MODEL_ID, runSetup } = await import("../src/cli/commands/setup.ts");
+  if (args.model !== DEFAULT_MODEL_ID)
+    throw new Error(`${modelFile(modelDir, format)} missing: convert it first`);
+  await runSetup({ format, modelsDir: args["models-dir"] });
+}
+
+async function open(name: EngineName, threads: number): Promise<BenchEngine> {
+  switch (name) {
+    case "ort-q4":
+    case "ort-fp32": {
+      const format = name === "ort-q4" ? "q4" : "fp32";
+      await ensureFormat(format);
+      return openOrtEngine(modelDir, format, threads);
+    }
+    case "llama.cpp":
+      return openLlamaEngine(await ggufPath(), threads, promptTokens + newTokens + 16);
+  }
+}
+
+async function measure(
+  name: EngineName,
+  threads: number,
+  prompt: number[],
+): Promise<[EngineResult, number[]]> {
+  const t0 = nowSeconds();
+  const engine = await open(name, threads);
+  const loadSeconds = nowSeconds() - t0;
+  try {
+    // Warm-up: first runs pay for allocator growth and lazy kernel setup.
+    await engine.prefill(prompt);
+    await engine.decode(prompt, Math.min(newTokens, 16));
+    const prefill: number[] = [];
+    const decode: number[] = [];
+    const foreign: (number | undefined)[] = [];
+    let ids: number[] = [];
+    // Each timed run is repeated while other processes were busy during it (see contention.ts).
+    const undisturbed = <T>(fn: () => Promise<T>) => runUndisturbed(fn, maxForeignCpus, maxAttempts);
+    for (let r = 0; r < runs; r++) {
+      const out = await undisturbed(() => engine.prefill(prompt));
+      prefill.push(out.value.seconds);
+      foreign.push(out.foreignCpus);
+    }
+    for (let r = 0; r < runs; r++) {
+      const out = await undisturbed(() => engine.decode(prompt, newTokens));
+      decode.push(out.value.seconds);
+      foreign.push(out.foreignCpus);
+      ids = out.value.ids;
+    }
+    const result: EngineResult = {
+      engine: engine.name,
+      threads,
+      loadSeconds,
+      prefillTokensPerSecond: promptTokens / median(prefill),
+      decodeTokensPerSecond: newTokens / median(decode),
+      prefillSeconds: prefill,
+      decodeSeconds: decode,
+      worstForeignCpus: foreign.reduce<number | undefined>(
+        (m, f) => (f === undefined ? m : Math.max(m ?? 0, f)),
+        undefined,
+      ),
+      notes: engine.notes,
+    };
+    log(
+      `${engine.name} threads=${threads}: prefill ${result.prefillTokensPerSecond.toFixed(1)} tok/s, ` +
+        `decode ${result.decodeTokensPerSecond.toFixed(1)} tok/s`,
+    );
+    return [result, ids];
+  } finally {
+    await engine.close();
+  }
+}
+
+// Other work on the machine skews the numbers; record how busy it was.
+const loadBefore = loadavg()[0];
+const prompt = await benchPrompt(modelDir, promptTokens);
+const results: EngineResult[] = [];
+const greedyIds = new Map<string, number[]>();
+for (const name of engines) {
+  for (const threads of threadCounts) {
+    const [result, ids] = await measure(name, threads, prompt);
+    results.push(result);
+    greedyIds.set(`${name}/${threads}`, ids);
+  }
+}
+for (const r of results) {
+  const ref = greedyIds.get(`llama.cpp/${r.threads}`);
+  if (ref && r.engine !== "llama.cpp")
+    r.agreesWithLlamaCpp = agreeingPrefix(greedyIds.get(`${r.engine}/${r.threads}`)!, ref);
+}
+
+const summary = {
+  machine: {
+    cpu: cpus()[0]?.model,
+    logicalCpus: cpus().length,
+    node: process.version,
+    loadAverage1m: { before: loadBefore, after: loadavg()[0] },
+  },
+  model: args.model,
+  promptTokens,
+  newTokens,
+  runs,
+  results,
+};
+if (args.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+else {
+  console.log(
+    `${args.model}: ${promptTokens}-token prompt, ${newTokens} greedy tokens, median of ${runs} runs`,
+  );
+  console.log(markdownTable(results, newTokens));
+}

@@ -1,0 +1,42 @@
+/** Formats benchmark results as a Markdown table. */
+
+export interface EngineResult {
+  engine: string;
+  threads: number;
+  loadSeconds: number;
+  prefillTokensPerSecond: number;
+  decodeTokensPerSecond: number;
+  prefillSeconds: number[];
+  decodeSeconds: number[];
+  /** Most CPU other processes used during any kept timed run (average CPUs; undefined off Linux). */
+  worstForeignCpus?: number;
+  /** Leading greedy ids identical to llama.cpp's at the same thread count. */
+  agreesWithLlamaCpp?: number;
+  notes: Record<string, unknown>;
+}
+
+function pad(cells: string[], widths: number[]): string {
+  return `| ${cells.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`;
+}
+
+export function markdownTable(results: readonly EngineResult[], newTokens: number): string {
+  const head = [
+    "engine",
+    "threads",
+    "prefill tok/s",
+    "decode tok/s",
+    `greedy ids = llama.cpp (of ${newTokens + 1})`,
+    "other load (CPUs)",
+  ];
+  const rows = results.map((r) => [
+    r.engine,
+    String(r.threads),
+    r.prefillTokensPerSecond.toFixed(1),
+    r.decodeTokensPerSecond.toFixed(1),
+    r.agreesWithLlamaCpp === undefined ? "-" : String(r.agreesWithLlamaCpp),
+    r.worstForeignCpus === undefined ? "-" : r.worstForeignCpus.toFixed(2),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const rule = `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`;
+  return [pad(head, widths), rule, ...rows.map((r) => pad(r, widths))].join("\n");
+}
