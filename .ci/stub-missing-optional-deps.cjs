@@ -6,7 +6,13 @@ const fs = require("node:fs");
 const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
 const platformOf = (name) => {
   const n = name.split("/").pop();
-  const os = /android/.test(n) ? "android" : /darwin|mac/.test(n) ? "darwin" : /win/.test(n) ? "win32" : "linux";
+  const os = /android/.test(n)
+    ? "android"
+    : /darwin|mac/.test(n)
+      ? "darwin"
+      : /win/.test(n)
+        ? "win32"
+        : "linux";
   const cpu = /arm64/.test(n) ? "arm64" : /armv7l/.test(n) ? "arm" : /riscv64/.test(n) ? "riscv64" : "x64";
   const libc = /musl/.test(n) ? { libc: ["musl"] } : {};
   return { os: [os], cpu: [cpu], ...libc };
@@ -20,7 +26,9 @@ for (const [path, pkg] of Object.entries(lock.packages)) {
     added++;
   }
 }
-const entries = Object.entries(lock.packages).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : 1));
+const entries = Object.entries(lock.packages).sort(([a], [b]) =>
+  a === "" ? -1 : b === "" ? 1 : a < b ? -1 : 1,
+);
 lock.packages = Object.fromEntries(entries);
 fs.writeFileSync("package-lock.json", `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`added ${added} platform stub entries`);

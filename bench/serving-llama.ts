@@ -27,7 +27,12 @@ export async function openLlamaServing(
   });
   const sequences = Array.from({ length: opts.sequences }, () => context.getSequence());
 
-  async function generate(seq: (typeof sequences)[number], prompt: number[], n: number, onFirst?: () => void) {
+  async function generate(
+    seq: (typeof sequences)[number],
+    prompt: number[],
+    n: number,
+    onFirst?: () => void,
+  ) {
     let count = 0;
     for await (const _ of seq.evaluate(prompt as Token[], { temperature: 0 })) {
       if (count === 0) onFirst?.();

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { EnginePool } from "../src/engine/pool.ts";
 import type { EngineRequest, ModelEngineConfig } from "../src/engine/types.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
-import { openLlamaServing } from "./serving-llama.ts";
 import { benchPrompt } from "./prompt.ts";
+import { openLlamaServing } from "./serving-llama.ts";
 import { median, nowSeconds } from "./stats.ts";
 
 const MODEL_DIR = join(modelsDir(), "smollm2-135m-instruct");
@@ -53,7 +53,11 @@ function request(tokenIds: number[], maxTokens: number, cacheSalt?: string): Eng
 }
 
 /** Runs one request; returns seconds to the first token and to the end. */
-async function timed(pool: EnginePool, config: ModelEngineConfig, req: EngineRequest): Promise<{ ttft: number; total: number; tokens: number }> {
+async function timed(
+  pool: EnginePool,
+  config: ModelEngineConfig,
+  req: EngineRequest,
+): Promise<{ ttft: number; total: number; tokens: number }> {
   const t0 = nowSeconds();
   let ttft = 0;
   let tokens = 0;
@@ -83,13 +87,16 @@ async function benchOrtserve(prompts: number[][], long: Record<number, number[]>
   const aggregate: Record<number, number> = {};
   for (const n of STREAMS) {
     const t0 = nowSeconds();
-    const runs = await Promise.all(prompts.slice(0, n).map((p, i) => timed(pool, config, request(p, NEW_TOKENS, `agg-${n}-${i}`))));
+    const runs = await Promise.all(
+      prompts.slice(0, n).map((p, i) => timed(pool, config, request(p, NEW_TOKENS, `agg-${n}-${i}`))),
+    );
     aggregate[n] = runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0);
   }
   const ttft: Record<number, number> = {};
   for (const len of TTFT_PROMPTS) {
     const samples = [];
-    for (let i = 0; i < 3; i++) samples.push((await timed(pool, config, request(long[len]!, 1, `cold-${len}-${i}`))).ttft);
+    for (let i = 0; i < 3; i++)
+      samples.push((await timed(pool, config, request(long[len]!, 1, `cold-${len}-${i}`))).ttft);
     ttft[len] = median(samples);
   }
   const hit: number[] = [];
@@ -102,7 +109,11 @@ async function benchOrtserve(prompts: number[][], long: Record<number, number[]>
 async function benchLlama(prompts: number[][], long: Record<number, number[]>) {
   const aggregate: Record<number, number> = {};
   for (const n of STREAMS) {
-    const llama = await openLlamaServing(GGUF, { sequences: n, contextPerSequence: 64 + NEW_TOKENS + 8, threads: 2 });
+    const llama = await openLlamaServing(GGUF, {
+      sequences: n,
+      contextPerSequence: 64 + NEW_TOKENS + 8,
+      threads: 2,
+    });
     aggregate[n] = await llama.aggregate(prompts.slice(0, n), NEW_TOKENS);
     await llama.close();
   }
@@ -120,7 +131,8 @@ async function benchLlama(prompts: number[][], long: Record<number, number[]>) {
 async function main(): Promise<void> {
   const base = await benchPrompt(MODEL_DIR, 1100);
   // Distinct prompts per stream so no prefix is shared.
-  const prompts = STREAMS.at(-1)! > 0 ? Array.from({ length: 16 }, (_, i) => base.slice(i * 60, i * 60 + 64)) : [];
+  const prompts =
+    STREAMS.at(-1)! > 0 ? Array.from({ length: 16 }, (_, i) => base.slice(i * 60, i * 60 + 64)) : [];
   const long: Record<number, number[]> = {};
   for (const len of TTFT_PROMPTS) long[len] = base.slice(0, len);
 
@@ -134,12 +146,19 @@ async function main(): Promise<void> {
   const f = (v: number | undefined, d = 1) => (v === undefined ? "-" : v.toFixed(d));
   console.log("aggregate decode tok/s (greedy, 64-token prompts, 96 new tokens per stream)");
   console.log("streams | ortserve | llama.cpp");
-  for (const n of STREAMS) console.log(`${String(n).padStart(7)} | ${f(ours.aggregate[n]).padStart(8)} | ${f(ref.aggregate[n]).padStart(9)}`);
+  for (const n of STREAMS)
+    console.log(
+      `${String(n).padStart(7)} | ${f(ours.aggregate[n]).padStart(8)} | ${f(ref.aggregate[n]).padStart(9)}`,
+    );
   console.log("\nTTFT ms (single request)");
   console.log("prompt | ortserve | llama.cpp");
   for (const len of TTFT_PROMPTS)
-    console.log(`${String(len).padStart(6)} | ${f(ours.ttft[len]! * 1000, 0).padStart(8)} | ${f(ref.ttft[len]! * 1000, 0).padStart(9)}`);
-  console.log(`\nortserve TTFT for the 1,024-token prompt: cold ${f(ours.ttft[1024]! * 1000, 0)} ms, prefix-cache hit ${f(ours.prefixHitTtft1024 * 1000, 0)} ms`);
+    console.log(
+      `${String(len).padStart(6)} | ${f(ours.ttft[len]! * 1000, 0).padStart(8)} | ${f(ref.ttft[len]! * 1000, 0).padStart(9)}`,
+    );
+  console.log(
+    `\nortserve TTFT for the 1,024-token prompt: cold ${f(ours.ttft[1024]! * 1000, 0)} ms, prefix-cache hit ${f(ours.prefixHitTtft1024 * 1000, 0)} ms`,
+  );
 }
 
 await main();

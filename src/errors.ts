@@ -22,7 +22,13 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly code: string | null;
 
-  constructor(status: number, type: ApiErrorType, message: string, param: string | null = null, code: string | null = null) {
+  constructor(
+    status: number,
+    type: ApiErrorType,
+    message: string,
+    param: string | null = null,
+    code: string | null = null,
+  ) {
     super(message);
     this.status = status;
     this.type = type;
@@ -36,21 +42,39 @@ export class ApiError extends Error {
 }
 
 /** 400: a field's value or a combination of fields cannot be served. */
-export function invalidRequest(message: string, param: string | null = null, code = "invalid_value"): ApiError {
+export function invalidRequest(
+  message: string,
+  param: string | null = null,
+  code = "invalid_value",
+): ApiError {
   return new ApiError(400, "invalid_request_error", message, param, code);
 }
 
 /** 400: a field this server does not know (OpenAI rejects unknown fields). */
 export function unknownField(param: string): ApiError {
-  return new ApiError(400, "invalid_request_error", `Unrecognized request argument supplied: ${param}`, param, "unknown_parameter");
+  return new ApiError(
+    400,
+    "invalid_request_error",
+    `Unrecognized request argument supplied: ${param}`,
+    param,
+    "unknown_parameter",
+  );
 }
 
 /** 400: a known field whose feature this engine or model does not have; never silently ignored. */
 export function unsupportedField(param: string, why: string): ApiError {
-  return new ApiError(400, "invalid_request_error", `${param} is not supported: ${why}`, param, "unsupported_parameter");
+  return new ApiError(
+    400,
+    "invalid_request_error",
+    `${param} is not supported: ${why}`,
+    param,
+    "unsupported_parameter",
+  );
 }
 
-export function unauthorized(message = "Missing or invalid API key. Send `Authorization: Bearer <key>`."): ApiError {
+export function unauthorized(
+  message = "Missing or invalid API key. Send `Authorization: Bearer <key>`.",
+): ApiError {
   return new ApiError(401, "authentication_error", message, null, "invalid_api_key");
 }
 
@@ -63,7 +87,13 @@ export function modelNotFound(model: string): ApiError {
 }
 
 export function payloadTooLarge(limitBytes: number): ApiError {
-  return new ApiError(413, "invalid_request_error", `Request body exceeds ${limitBytes} bytes.`, null, "payload_too_large");
+  return new ApiError(
+    413,
+    "invalid_request_error",
+    `Request body exceeds ${limitBytes} bytes.`,
+    null,
+    "payload_too_large",
+  );
 }
 
 export function internalError(message: string): ApiError {

@@ -81,20 +81,39 @@ export class Metrics {
           out.push(`${name}_bucket${labelKey({ ...s.labels, le: String(b) })} ${s.counts[i]}`);
         });
         out.push(`${name}_bucket${labelKey({ ...s.labels, le: "+Inf" })} ${s.count}`);
-        out.push(`${name}_sum${labelKey(s.labels)} ${s.sum}`, `${name}_count${labelKey(s.labels)} ${s.count}`);
+        out.push(
+          `${name}_sum${labelKey(s.labels)} ${s.sum}`,
+          `${name}_count${labelKey(s.labels)} ${s.count}`,
+        );
       }
     };
     counter("ortserve_requests_total", "HTTP requests by route and status.", this.requests);
     counter("ortserve_errors_total", "Requests that ended in an error, by route and status.", this.errors);
     counter("ortserve_prompt_tokens_total", "Prompt tokens processed.", this.promptTokens);
     counter("ortserve_completion_tokens_total", "Completion tokens generated.", this.completionTokens);
-    counter("ortserve_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.", this.cachedTokens);
+    counter(
+      "ortserve_cached_prompt_tokens_total",
+      "Prompt tokens served from the prefix cache.",
+      this.cachedTokens,
+    );
     histogram("ortserve_request_latency_seconds", "Time from request to last byte.", this.latency);
-    histogram("ortserve_time_to_first_token_seconds", "Time from request to the first generated token.", this.ttft);
+    histogram(
+      "ortserve_time_to_first_token_seconds",
+      "Time from request to the first generated token.",
+      this.ttft,
+    );
     gauge("ortserve_queue_depth", "Requests waiting for admission, per engine.", this.queueDepth);
-    gauge("ortserve_running_sequences", "Sequences being prefilled or decoded, per engine.", this.runningSequences);
+    gauge(
+      "ortserve_running_sequences",
+      "Sequences being prefilled or decoded, per engine.",
+      this.runningSequences,
+    );
     gauge("ortserve_kv_cache_bytes", "Bytes allocated for the KV cache, per engine.", this.kvCacheBytes);
-    gauge("ortserve_kv_cache_used_bytes", "KV cache bytes holding live tokens, per engine.", this.kvCacheUsedBytes);
+    gauge(
+      "ortserve_kv_cache_used_bytes",
+      "KV cache bytes holding live tokens, per engine.",
+      this.kvCacheUsedBytes,
+    );
     gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
     return `${out.join("\n")}\n`;
   }
