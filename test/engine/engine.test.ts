@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BeamSearch } from "../../src/core/sample/beam-search.ts";
 import { EnginePool } from "../../src/engine/pool.ts";
 import type { ModelEngineConfig } from "../../src/engine/types.ts";
 import { argmax, emptyPast, loadRaw, step } from "../convert/run-onnx.ts";
@@ -163,6 +164,40 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     const lse = max + Math.log(logits.reduce((s, v) => s + Math.exp(v - max), 0));
     const token = r.choices[0]!.tokens[0]!;
     expect(r.choices[0]!.logprobs[0]).toBeCloseTo(logits[token]! - lse, 4);
+  });
+
+  it("beam search keeps the best beams and forks their KV rows correctly", async () => {
+    const width = 3;
+    const maxTokens = 5;
+    const prompt = prompts[0]!;
+    const r = await collect(
+      pool,
+      config,
+      request(prompt, { n: width, maxTokens, useBeamSearch: true, lengthPenalty: 0.8 }),
+    );
+    // Reference: the same search with every beam recomputed from scratch (no shared KV).
+    const raw = await loadRaw(join(modelDir, "onnx/model.onnx"), SYNTHETIC.layers, SYNTHETIC.kvHeads, 16);
+    const search = new BeamSearch(prompt.length, {
+      beamWidth: width,
+      maxTokens,
+      eosTokenId: 2,
+      lengthPenalty: 0.8,
+      ignoreEos: true,
+    });
+    while (!search.done) {
+      const candidates = [];
+      for (const beam of search.live) {
+        const { logits } = await step(raw, [...prompt, ...beam.tokenIds], emptyPast(raw), 0, 1);
+        const max = Math.max(...logits);
+        const lse = max + Math.log(logits.reduce((a, v) => a + Math.exp(v - max), 0));
+        const order = Array.from(logits.keys()).sort((a, b) => logits[b]! - logits[a]! || a - b);
+        candidates.push(order.slice(0, 2 * width).map((id) => ({ tokenId: id, logprob: logits[id]! - lse })));
+      }
+      search.step(candidates);
+    }
+    await raw.session.release();
+    expect(r.choices.map((c) => c.tokens)).toEqual(search.results().map((b) => [...b.tokenIds]));
+    expect(r.choices.every((c) => c.finishReason === "length")).toBe(true);
   });
 
   it("a prefix-cache hit reports cached tokens and gives the same output as a miss", async () => {

@@ -28,6 +28,7 @@ import { randomSeed, seedForChoice } from "../sample/ops/rng.ts";
 import { topN } from "../sample/ops/select.ts";
 import { SequenceSampler } from "../sample/sampler.ts";
 import { RequestQueue } from "../scheduler/request-queue.ts";
+import { BeamGroup, BeamRow } from "./beam-group.ts";
 import { Sequence } from "./sequence.ts";
 
 export type EventSink = (event: EngineEvent) => void;
@@ -62,7 +63,11 @@ interface ActiveRequest {
   promptLogprobs: (PromptTokenLogprob | null)[];
   aborted: boolean;
   finishedChoices: number;
+  /** Set for use_beam_search requests: their rows are BeamRows. */
+  beams?: BeamGroup;
 }
+
+type Row = { seq: Sequence | BeamRow; owner: ActiveRequest };
 
 export interface EngineStats {
   waiting: number;
@@ -80,7 +85,7 @@ export class ModelEngine {
   private readonly prefixCache: PrefixCache;
   private readonly waiting: RequestQueue<ActiveRequest>;
   /** Decoding rows, in row order. */
-  private readonly decoding: { seq: Sequence; owner: ActiveRequest }[] = [];
+  private readonly decoding: Row[] = [];
   private prefilling: ActiveRequest | undefined;
   private arrivals = 0;
   private looping = false;
@@ -123,12 +128,6 @@ export class ModelEngine {
         "priority_not_supported",
         `priority ${req.priority} was given, but model scheduling policy is "fcfs"; priority scheduling is not enabled for this model`,
         "priority",
-      );
-    if (req.useBeamSearch)
-      throw new RequestError(
-        "invalid_request",
-        "use_beam_search is not supported by this engine yet",
-        "use_beam_search",
       );
     if (req.n > this.config.maxNumSeqs)
       throw new RequestError(
@@ -307,7 +306,6 @@ export class ModelEngine {
 
     this.prefilling = undefined;
     this.storePrefix(a, row);
-    this.startChoices(a, row);
     const last = logits.subarray(logits.length - vocab);
     a.emit({
       type: "prompt",
@@ -315,8 +313,12 @@ export class ModelEngine {
       cachedTokens: a.cachedTokens,
       promptLogprobs: wantPromptLogprobs ? a.promptLogprobs : undefined,
     });
-    // Every choice samples its first token from the prompt's last logits.
-    for (const seq of a.sequences) this.deliver(a, seq, last);
+    if (a.req.useBeamSearch) this.startBeams(a, last);
+    else {
+      this.startChoices(a, row);
+      // Every choice samples its first token from the prompt's last logits.
+      for (const seq of a.sequences) this.deliver(a, seq, last);
+    }
     this.compact();
   }
 
@@ -414,6 +416,52 @@ export class ModelEngine {
     }
   }
 
+  /** Beam search: beam_width rows start from the prompt's row; the first step expands the root beam. */
+  private startBeams(a: ActiveRequest, lastLogits: Float32Array): void {
+    const r = a.req;
+    const group = new BeamGroup(
+      a.promptIds.length,
+      {
+        beamWidth: r.n,
+        maxTokens: a.maxTokens,
+        eosTokenId: this.model.eosTokenIds[0] ?? -1,
+        lengthPenalty: r.lengthPenalty,
+        ignoreEos: r.sampling.ignoreEos,
+        includeStopStrInOutput: r.includeStopStrInOutput,
+      },
+      this.tokenize.tokenizer,
+      r.skipSpecialTokens,
+    );
+    a.beams = group;
+    // Row 0 is the prefilled prompt (the root beam, id 0); the others receive copies on the first step.
+    group.rows = Array.from(
+      { length: r.n },
+      (_, i) => new BeamRow(group, i === 0 ? 0 : -1, a.promptIds.length, -1),
+    );
+    for (const row of group.rows) this.decoding.push({ seq: row, owner: a });
+    this.advanceBeams(a, [lastLogits]);
+  }
+
+  /** One beam-search step for a request from its live beams' logits rows. */
+  private advanceBeams(a: ActiveRequest, logits: Float32Array[]): void {
+    const group = a.beams!;
+    group.advance(logits, (moves) => {
+      const kv = this.runner.kv;
+      const rowOf = (b: BeamRow) => this.decoding.findIndex((d) => d.seq === b);
+      // Read every parent first: a row can be both a parent and a destination.
+      const plan = moves.map((m) => ({ to: rowOf(m.to), from: rowOf(m.from), length: m.length }));
+      const data = plan.map((m) => (m.from === m.to ? undefined : kv.readPositions(m.from, 0, m.length)));
+      plan.forEach((m, i) => {
+        if (data[i]) kv.writePositions(m.to, 0, m.length, data[i]!);
+      });
+    });
+    if (group.search.done) {
+      for (const e of group.results()) a.emit(e);
+      a.finishedChoices = a.req.n;
+      a.emit({ type: "done" });
+    }
+  }
+
   /** Samples one token for a sequence and forwards its events. */
   private deliver(a: ActiveRequest, seq: Sequence, logits: Float32Array): void {
     for (const e of seq.accept(logits)) a.emit(e);
@@ -429,17 +477,38 @@ export class ModelEngine {
     const tokens = this.decoding.map((d) => d.seq.lastToken);
     const lengths = this.decoding.map((d) => d.seq.length);
     const { logits, vocab } = await this.runner.decode(tokens, lengths);
+    const beamLogits = new Map<ActiveRequest, Map<BeamRow, Float32Array>>();
     this.decoding.forEach((d, r) => {
       d.seq.length += 1;
       if (d.owner.aborted || d.seq.finished) return;
-      this.deliver(d.owner, d.seq, logits.subarray(r * vocab, (r + 1) * vocab));
+      const row = logits.subarray(r * vocab, (r + 1) * vocab);
+      if (d.seq instanceof BeamRow) {
+        let rows = beamLogits.get(d.owner);
+        if (!rows) {
+          rows = new Map();
+          beamLogits.set(d.owner, rows);
+        }
+        rows.set(d.seq, row);
+      } else this.deliver(d.owner, d.seq, row);
     });
+    for (const [owner, rows] of beamLogits)
+      this.advanceBeams(
+        owner,
+        owner.beams!.rows.map((b) => rows.get(b)!),
+      );
     this.compact();
   }
 
   /** Ends a row's sequence and frees the row. */
   private finishRow(row: number, reason: "abort", stopReason: null): void {
     const d = this.decoding[row]!;
+    if (d.seq instanceof BeamRow) {
+      // An aborted beam search ends as a whole once its last row is gone.
+      d.seq.finished = true;
+      this.removeRow(row);
+      if (!this.decoding.some((x) => x.owner === d.owner)) d.owner.emit({ type: "done" });
+      return;
+    }
     if (!d.seq.finished) {
       d.owner.emit(d.seq.finishEvent(reason, stopReason));
       this.choiceFinished(d.owner);
