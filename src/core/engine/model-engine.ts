@@ -75,6 +75,11 @@ export interface EngineStats {
   kvBytes: number;
   kvUsedBytes: number;
   prefixCacheBytes: number;
+  /** Cumulative time in decode forward passes vs. in sampling + output processing of their rows. */
+  decodeForwardMs: number;
+  decodeSampleMs: number;
+  decodeSteps: number;
+  decodedTokens: number;
 }
 
 export class ModelEngine {
@@ -88,6 +93,7 @@ export class ModelEngine {
   private readonly decoding: Row[] = [];
   private prefilling: ActiveRequest | undefined;
   private arrivals = 0;
+  private readonly timing = { decodeForwardMs: 0, decodeSampleMs: 0, decodeSteps: 0, decodedTokens: 0 };
   private looping = false;
 
   constructor(
@@ -118,6 +124,7 @@ export class ModelEngine {
       kvBytes: kv.bytes,
       kvUsedBytes: used * kv.bytesPerToken,
       prefixCacheBytes: this.prefixCache.usedBytes,
+      ...this.timing,
     };
   }
 
@@ -476,7 +483,9 @@ export class ModelEngine {
   private async decodeStep(): Promise<void> {
     const tokens = this.decoding.map((d) => d.seq.lastToken);
     const lengths = this.decoding.map((d) => d.seq.length);
+    const t0 = performance.now();
     const { logits, vocab } = await this.runner.decode(tokens, lengths);
+    const t1 = performance.now();
     const beamLogits = new Map<ActiveRequest, Map<BeamRow, Float32Array>>();
     this.decoding.forEach((d, r) => {
       d.seq.length += 1;
@@ -497,6 +506,11 @@ export class ModelEngine {
         owner.beams!.rows.map((b) => rows.get(b)!),
       );
     this.compact();
+    const t = this.timing;
+    t.decodeForwardMs += t1 - t0;
+    t.decodeSampleMs += performance.now() - t1;
+    t.decodeSteps += 1;
+    t.decodedTokens += tokens.length;
   }
 
   /** Ends a row's sequence and frees the row. */

@@ -13,6 +13,8 @@ import { Tensor } from "onnxruntime-node";
 
 /** Positions are added in steps of this many, to amortise re-layouts. */
 const GROWTH_STEP = 256;
+/** Rows are added in steps of this many. */
+const ROW_STEP = 4;
 
 export interface KvShape {
   layers: number;
@@ -22,14 +24,18 @@ export interface KvShape {
 
 export class KvSlots {
   readonly shape: KvShape;
-  readonly rows: number;
+  /** Most rows the cache may grow to (the engine's max_num_seqs). */
+  readonly maxRows: number;
   readonly maxPositions: number;
+  /** Rows allocated now: memory follows the number of live sequences, not the maximum. */
+  private rows: number;
   private positions: number;
   private buffers: Float32Array[];
 
-  constructor(shape: KvShape, rows: number, maxPositions: number, initialPositions = GROWTH_STEP) {
+  constructor(shape: KvShape, maxRows: number, maxPositions: number, initialPositions = GROWTH_STEP) {
     this.shape = shape;
-    this.rows = rows;
+    this.maxRows = maxRows;
+    this.rows = Math.min(ROW_STEP, maxRows);
     this.maxPositions = maxPositions;
     this.positions = Math.min(initialPositions, maxPositions);
     this.buffers = this.allocate(this.positions);
@@ -61,6 +67,20 @@ export class KvSlots {
     );
   }
 
+  /** Makes room for rows [0, needed) (rows are the outer dimension: growing keeps every offset). */
+  ensureRows(needed: number): void {
+    if (needed <= this.rows) return;
+    if (needed > this.maxRows) throw new Error(`KV cache: ${needed} rows exceed ${this.maxRows}`);
+    const next = Math.min(this.maxRows, Math.ceil(needed / ROW_STEP) * ROW_STEP);
+    const rowFloats = this.rowFloats(this.positions);
+    this.buffers = this.buffers.map((old) => {
+      const grown = new Float32Array(next * rowFloats);
+      grown.set(old);
+      return grown;
+    });
+    this.rows = next;
+  }
+
   /** Makes room for `needed` positions per row (re-laying out the buffers when it grows). */
   ensurePositions(needed: number): void {
     if (needed <= this.positions) return;
@@ -82,6 +102,7 @@ export class KvSlots {
   /** Copies the first `length` positions of row `from` into row `to` (forks, compaction, prefix hits). */
   copyRow(from: number, to: number, length: number): void {
     if (from === to || length === 0) return;
+    this.ensureRows(Math.max(from, to) + 1);
     const { kvHeads, headDim } = this.shape;
     const span = this.positions * headDim;
     const n = length * headDim;
@@ -109,6 +130,8 @@ export class KvSlots {
 
   /** Inverse of readPositions. */
   writePositions(row: number, start: number, length: number, data: Float32Array): void {
+    this.ensureRows(row + 1);
+    this.ensurePositions(start + length);
     const { kvHeads, headDim } = this.shape;
     const span = this.positions * headDim;
     let at = 0;
@@ -124,6 +147,7 @@ export class KvSlots {
    * present output.
    */
   bind(firstRow: number, count: number): { feeds: Record<string, Tensor>; fetches: Record<string, Tensor> } {
+    this.ensureRows(firstRow + count);
     const { layers, kvHeads, headDim } = this.shape;
     const rowFloats = this.rowFloats(this.positions);
     const dims = [count, kvHeads, this.positions, headDim];
