@@ -15,6 +15,7 @@ const commands: Record<string, () => Promise<Command>> = {
   setup: () => import("./commands/setup.ts"),
   convert: () => import("./commands/convert.ts"),
   serve: () => import("./commands/serve.ts"),
+  chat: () => import("./commands/chat.ts"),
   checkpoint: () => import("./commands/checkpoint.ts"),
   keys: () => import("./commands/keys.ts"),
   usage: () => import("./commands/usage.ts"),

@@ -12,16 +12,19 @@ describe("ortserve CLI", () => {
   it("lists the commands on --help", () => {
     const r = cli("--help");
     expect(r.status).toBe(0);
-    for (const name of ["setup", "convert", "serve"])
+    for (const name of ["setup", "convert", "serve", "chat", "checkpoint", "keys", "usage"])
       expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
   });
 
-  it.each(["setup", "convert", "serve"])("prints %s --help without doing any work", (name) => {
-    const r = cli(name, "--help");
-    expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^Usage: ortserve ${name}`));
-    expect(r.stderr).toBe("");
-  });
+  it.each(["setup", "convert", "serve", "chat", "checkpoint", "keys", "usage"])(
+    "prints %s --help without doing any work",
+    (name) => {
+      const r = cli(name, "--help");
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^Usage: ortserve ${name}`));
+      expect(r.stderr).toBe("");
+    },
+  );
 
   it("exits 2 on an unknown command, a missing command or a bad option", () => {
     expect(cli("frobnicate").status).toBe(2);
