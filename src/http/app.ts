@@ -39,7 +39,7 @@ function jsonBody(limit: number) {
   const text = express.text({ type: () => true, limit });
   return (req: Request, res: Response, next: NextFunction) => {
     const type = req.get("content-type") ?? "";
-    if (!/^application\/json\b/i.test(type))
+    if (!/^application\/json\s*(;|$)/i.test(type))
       return next(invalidRequest("Content-Type must be application/json.", null, "invalid_content_type"));
     text(req, res, (err?: unknown) => {
       if (err) return next(err);
