@@ -109,6 +109,24 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     logger,
     maxBodyBytes: config.maxBodyBytes,
     draining: () => draining,
+    recordRefusedChat: (req, status) => {
+      try {
+        storage.usage.recordUsage({
+          keyId: req.caller?.keyId ?? undefined,
+          team: req.caller?.team ?? undefined,
+          project: req.caller?.project ?? undefined,
+          model: "(unresolved)",
+          requestId: req.requestId,
+          promptTokens: 0,
+          completionTokens: 0,
+          cachedTokens: 0,
+          latencyMs: 0,
+          status,
+        });
+      } catch (err) {
+        logger.error("usage record failed", { request_id: req.requestId, error: String(err) });
+      }
+    },
     refreshEngineMetrics: async () => {
       const stats = (await pool.stats()) as Record<
         string,
@@ -127,6 +145,12 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
   });
+  server.on("request", (_req, res) => {
+    // A response that ends while draining leaves an idle keep-alive socket: close it right away.
+    res.on("finish", () => {
+      if (draining) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host}:${port}`;
@@ -137,7 +161,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     closing ??= (async () => {
       draining = true;
       logger.info("draining: waiting for in-flight requests");
-      await new Promise<void>((r) => server.close(() => r()));
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      // Keep-alive sockets idle now would hold close() until their timeout; busy ones close after
+      // their response (draining responses carry Connection: close).
+      server.closeIdleConnections();
+      await closed;
       await pool.close();
       storage.close();
       logger.info("stopped");

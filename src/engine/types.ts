@@ -40,6 +40,8 @@ export interface EngineRequest {
   truncatePromptTokens?: number;
   /** Undefined: what remains of the context. */
   maxTokens?: number;
+  /** The request field maxTokens came from, for error messages. */
+  maxTokensField?: "max_tokens" | "max_completion_tokens";
   n: number;
   sampling: EngineSampling;
   stop: string[];

@@ -32,6 +32,8 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** True once SIGTERM arrived: new work is refused while in-flight requests finish. */
   draining(): boolean;
+  /** Usage record for a chat request refused before the chat service saw it (bad body, project header). */
+  recordRefusedChat(req: Request, status: number): void;
 }
 
 /** Body parser that keeps the raw text (seed needs exact 64-bit integers) and insists on JSON. */
@@ -56,11 +58,21 @@ function jsonBody(limit: number) {
   };
 }
 
+function isClientBodyError(err: unknown): err is { status: number; message: string } {
+  const e = err as { status?: unknown; expose?: unknown };
+  return typeof e?.status === "number" && e.status >= 400 && e.status < 500 && e.expose === true;
+}
+
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(requestContext(deps.logger, deps.metrics));
+  app.use((_req, res, next) => {
+    // While draining, every response closes its connection so shutdown does not wait for keep-alive.
+    if (deps.draining()) res.setHeader("Connection", "close");
+    next();
+  });
 
   app.get("/health", (_req, res) => {
     res.status(deps.draining() ? 503 : 200).json({ status: deps.draining() ? "draining" : "ok" });
@@ -77,10 +89,11 @@ export function createApp(deps: AppDeps): express.Express {
     res.json(buildOpenApiDocument());
   });
 
-  const v1 = express.Router();
-  v1.use(authenticate(deps.keys));
+  // Routes carry their full /v1 paths so metrics label them the same on success and on error.
+  const v1 = app;
+  app.use("/v1", authenticate(deps.keys));
 
-  v1.get("/models", (_req, res) => {
+  v1.get("/v1/models", (_req, res) => {
     const data = deps.registry.list().flatMap((m) => [
       { id: m.id, object: "model", created: m.created, owned_by: "ortserve" },
       ...m.checkpoints.map((c) => ({
@@ -94,19 +107,18 @@ export function createApp(deps: AppDeps): express.Express {
     res.json({ object: "list", data });
   });
 
-  v1.get("/preview/models/:modelId/checkpoints", (req, res) => {
+  v1.get("/v1/preview/models/:modelId/checkpoints", (req, res) => {
     const modelId = String(req.params.modelId);
     const model = deps.registry.get(modelId);
     if (!model) throw modelNotFound(modelId);
     res.json(listCheckpoints(model, req.query as Record<string, unknown>));
   });
 
-  v1.post("/chat/completions", jsonBody(deps.maxBodyBytes), async (req, res) => {
+  v1.post("/v1/chat/completions", jsonBody(deps.maxBodyBytes), async (req, res) => {
     const { raw, value } = req.body as { raw: string; value: unknown };
     await deps.chat.handle(value, raw, req, res);
   });
 
-  app.use("/v1", v1);
   app.use((req) => {
     throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
   });
@@ -116,6 +128,9 @@ export function createApp(deps: AppDeps): express.Express {
     let api: ApiError;
     if (err instanceof ApiError) api = err;
     else if ((err as { type?: string }).type === "entity.too.large") api = payloadTooLarge(deps.maxBodyBytes);
+    else if (isClientBodyError(err))
+      // body-parser's own client errors (unsupported charset or encoding, undecodable body).
+      api = new ApiError(err.status, "invalid_request_error", err.message, null, "invalid_body");
     else {
       deps.logger.error("unhandled error", {
         request_id: req.requestId,
@@ -127,6 +142,13 @@ export function createApp(deps: AppDeps): express.Express {
       res.end();
       return;
     }
+    if (
+      req.method === "POST" &&
+      req.path === "/v1/chat/completions" &&
+      req.caller &&
+      !res.locals.usageRecorded
+    )
+      deps.recordRefusedChat(req, api.status);
     res.status(api.status).json(api.toBody());
   });
   return app;

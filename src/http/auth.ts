@@ -37,6 +37,8 @@ export function authenticate(keys: ApiKeys) {
     }
     let team: string | null = null;
     let project: string | null = null;
+    // Known before the project header is checked, so a refused request is still attributed to its key.
+    req.caller = { keyId: key.id, team, project };
     for (const name of ["Compat-Project", "OpenAI-Project"]) {
       const value = req.get(name);
       if (value === undefined) continue;

@@ -89,7 +89,10 @@ export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOption
     priority: req.priority,
   };
   const maxTokens = req.max_completion_tokens ?? req.max_tokens;
-  if (maxTokens !== undefined) engine.maxTokens = maxTokens;
+  if (maxTokens !== undefined) {
+    engine.maxTokens = maxTokens;
+    engine.maxTokensField = req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+  }
   if (req.truncate_prompt_tokens !== undefined) engine.truncatePromptTokens = req.truncate_prompt_tokens;
   if (req.logprobs)
     engine.logprobs = logprobCount("top_logprobs", "sample", req.top_logprobs, vocab, logprobLimit);

@@ -34,6 +34,12 @@ export interface ChatServiceDeps {
   draining(): boolean;
 }
 
+/** The model a request body names, for usage records of requests that failed before resolution. */
+function modelNamed(body: unknown): string | undefined {
+  const m = (body as { model?: unknown } | null)?.model;
+  return typeof m === "string" && m.length > 0 && m.length <= 256 ? m : undefined;
+}
+
 /** Status recorded for a client that went away before the response completed (nginx's convention). */
 const CLIENT_CLOSED = 499;
 
@@ -62,6 +68,7 @@ export class ChatCompletionsService {
       cachedTokens: 0,
     };
     let requestId = req.requestId!;
+    res.locals.usageRecorded = true;
     const record = (status: number) => {
       const caller = req.caller;
       try {
@@ -69,7 +76,7 @@ export class ChatCompletionsService {
           keyId: caller?.keyId ?? undefined,
           team: caller?.team ?? undefined,
           project: caller?.project ?? undefined,
-          model: tally.model || "(unresolved)",
+          model: tally.model || modelNamed(body) || "(unresolved)",
           checkpoint: tally.checkpoint ?? undefined,
           requestId,
           promptTokens: tally.promptTokens,
@@ -87,7 +94,11 @@ export class ChatCompletionsService {
       const parsed = parseChatCompletionRequest(body, raw);
       // vLLM: the X-Request-Id header wins, then the body's request_id, else a generated one.
       const bodyId = (body as { request_id?: unknown } | null)?.request_id;
-      if (!req.get("x-request-id") && typeof bodyId === "string" && bodyId) requestId = bodyId;
+      if (!req.get("x-request-id") && typeof bodyId === "string" && bodyId) {
+        requestId = bodyId;
+        req.requestId = bodyId;
+        res.setHeader("X-Request-Id", bodyId);
+      }
       await this.generate(parsed, requestId, tally, req, res, record);
     } catch (err) {
       const api =

