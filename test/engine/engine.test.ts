@@ -270,9 +270,14 @@ describe("engine worker failure", () => {
       await collect(pool, config, request(prompts[0]!, { maxTokens: 2 }));
       let crash: Promise<unknown> | undefined;
       // Kill the worker as soon as the request is generating.
-      const running = collect(pool, config, request(prompts[0]!, { maxTokens: 250 - prompts[0]!.length }), (e) => {
-        if (e.type === "delta" && !crash) crash = pool.crashOneWorker().catch(() => undefined);
-      });
+      const running = collect(
+        pool,
+        config,
+        request(prompts[0]!, { maxTokens: 250 - prompts[0]!.length }),
+        (e) => {
+          if (e.type === "delta" && !crash) crash = pool.crashOneWorker().catch(() => undefined);
+        },
+      );
       const failed = await running;
       expect(failed.error?.code).toBe("engine_failure");
       const after = await collect(pool, config, request(prompts[1]!, { maxTokens: 3 }));
