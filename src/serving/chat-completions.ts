@@ -99,6 +99,16 @@ export class ChatCompletionsService {
         req.requestId = bodyId;
         res.setHeader("X-Request-Id", bodyId);
       }
+      // `user` is the caller's end-user id (OpenAI: for abuse monitoring): it goes to the log.
+      this.deps.logger.info("chat completion", {
+        request_id: requestId,
+        model: parsed.model,
+        user: parsed.user,
+        stream: parsed.stream,
+        n: parsed.n,
+        team: req.caller?.team,
+        project: req.caller?.project,
+      });
       await this.generate(parsed, requestId, tally, req, res, record);
     } catch (err) {
       const api =

@@ -25,7 +25,7 @@ type Outputs = Record<string, Tensor>;
  * How `num_logits_to_keep` is handled. ORT does not list graph inputs that are
  * backed by an initializer, so an unlisted one is probed on the first run.
  */
-type LogitsToKeepSupport = "listed" | "probe" | "absent";
+type LogitsToKeepSupport = "accepted" | "probe" | "absent";
 
 function checkContract(session: InferenceSession, numLayers: number): void {
   const inputs = new Set(session.inputNames);
@@ -55,7 +55,7 @@ export class DecoderSession {
     this.config = config;
     this.#inputs = new Set(session.inputNames);
     this.#fetches = ["logits", ...presentNames(config.numLayers)];
-    this.#logitsToKeep = this.#inputs.has(LOGITS_TO_KEEP) ? "listed" : "probe";
+    this.#logitsToKeep = this.#inputs.has(LOGITS_TO_KEEP) ? "accepted" : "probe";
   }
 
   static async load(modelDir: string, opts: DecoderSessionOptions = {}): Promise<DecoderSession> {
@@ -72,7 +72,7 @@ export class DecoderSession {
 
   /** Whether the model can return only the last logit rows; undefined until the first run has probed it. */
   get trimsLogits(): boolean | undefined {
-    return this.#logitsToKeep === "probe" ? undefined : this.#logitsToKeep === "listed";
+    return this.#logitsToKeep === "probe" ? undefined : this.#logitsToKeep === "accepted";
   }
 
   newSequence(): DecoderSequence {
@@ -92,10 +92,10 @@ export class DecoderSession {
     Object.assign(feeds, kv.feeds());
     if (this.#logitsToKeep === "absent") return this.#exec(feeds);
     feeds[LOGITS_TO_KEEP] = logitsToKeepFeed(keep);
-    if (this.#logitsToKeep === "listed") return this.#exec(feeds);
+    if (this.#logitsToKeep === "accepted") return this.#exec(feeds);
     try {
       const out = await this.#exec(feeds);
-      this.#logitsToKeep = "listed";
+      this.#logitsToKeep = "accepted";
       return out;
     } catch (err) {
       delete feeds[LOGITS_TO_KEEP];
