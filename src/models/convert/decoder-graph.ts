@@ -118,7 +118,29 @@ class DecoderGraphEmitter {
     let sum = this.blockSums.get(key);
     if (!sum) {
       const g = this.g;
-      const shaped = g.op("Reshape", [input, g.int64s([0, 0, blocks, blockSize])], `${input}.blocks`);
+      let shaped = g.op("Reshape", [input, g.int64s([0, 0, blocks, blockSize])], `${input}.blocks`);
+      if (this.accuracyLevel === 4) {
+        // With int8 activations, sum the activations as the kernel sees them (per-block absmax int8,
+        // as llama.cpp's Q8_1 blocks do), so the offset term matches the quantized product.
+        const amax = g.op(
+          "ReduceMax",
+          [g.op("Abs", [shaped], `${input}.abs`), g.int64s([-1])],
+          `${input}.amax`,
+          {
+            keepdims: 1,
+          },
+        );
+        const d = g.op(
+          "Div",
+          [
+            g.op("Max", [amax, g.scalar(1e-30, OnnxDataType.FLOAT)], `${input}.amax_nz`),
+            g.scalar(127, OnnxDataType.FLOAT),
+          ],
+          `${input}.qscale`,
+        );
+        const q = g.op("Round", [g.op("Div", [shaped, d], `${input}.scaled`)], `${input}.q8`);
+        shaped = g.op("Mul", [q, d], `${input}.dq8`);
+      }
       sum = g.op("ReduceSum", [shaped, g.int64s([-1])], `${input}.block_sums`, { keepdims: 0 });
       this.blockSums.set(key, sum);
     }

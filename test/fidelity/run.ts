@@ -1,0 +1,52 @@
+/**
+ * `npm run fidelity`: compares the converted ONNX model (fp32 and q4) with llama.cpp on the source
+ * GGUF, prints one JSON report on stdout and exits 1 when a threshold fails.
+ *
+ *   node test/fidelity/run.ts [--format fp32|q4] [--threads N] [--no-exact] [--calibrate] [--no-setup]
+ *
+ * --no-exact skips the second comparison against llama.cpp on a dequantized F32 copy of the GGUF;
+ * --calibrate adds llama.cpp scored against itself (single-token decode, default settings).
+ *
+ * `npm run fidelity` only sets up the default (q4) flavour, so a missing format is produced here
+ * through `setup` unless --no-setup is given.
+ */
+import { parseArgs } from "node:util";
+import { runSetup } from "../../src/cli/commands/setup.ts";
+import type { ModelFormat } from "../../src/core/runner/ort-session.ts";
+import { hasConvertedModel } from "./ort-candidate.ts";
+import { defaultModelDir, FORMATS, runFidelity } from "./suite.ts";
+
+const { values } = parseArgs({
+  options: {
+    format: { type: "string", multiple: true },
+    threads: { type: "string" },
+    "no-exact": { type: "boolean" },
+    calibrate: { type: "boolean" },
+    "no-setup": { type: "boolean" },
+  },
+});
+
+const formats = (values.format ?? FORMATS) as ModelFormat[];
+for (const f of formats) if (!FORMATS.includes(f)) throw new Error(`unknown format: ${f}`);
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+if (!values["no-setup"]) {
+  for (const format of formats) {
+    if (!hasConvertedModel(defaultModelDir(), format)) await runSetup({ format, log });
+  }
+}
+
+const report = await runFidelity({
+  continuationTokens: 48,
+  greedyTokens: 32,
+  formats,
+  threads: values.threads ? Number(values.threads) : undefined,
+  exact: !values["no-exact"],
+  selfCheck: values.calibrate,
+  log,
+});
+process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+const incomplete = formats.filter((f) => !report.formats[f]);
+for (const line of report.failures) log(`FAIL ${line}`);
+for (const f of incomplete) log(`MISSING ${report.missing[f] ?? f}`);
+process.exitCode = report.pass && incomplete.length === 0 ? 0 : 1;
