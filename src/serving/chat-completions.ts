@@ -202,12 +202,23 @@ export class ChatCompletionsService {
 
     const streamer = new ChatCompletionStreamer(parsed, ctx);
     const sse = new SseWriter(res);
-    for await (const e of events) {
-      observe(e);
-      for (const frame of streamer.push(e)) {
-        if (frame.type === "error" && !sse.isStarted) throw frame.error;
-        sse.send(frame.data);
+    try {
+      for await (const e of events) {
+        observe(e);
+        for (const frame of streamer.push(e)) {
+          if (frame.type === "error" && !sse.isStarted) throw frame.error;
+          sse.send(frame.data);
+        }
       }
+    } catch (err) {
+      if (!sse.isStarted) throw err;
+      // After the first chunk the status is sent: the error becomes an SSE error event.
+      const api =
+        err instanceof ApiError ? err : internalError(`generation failed: ${(err as Error).message}`);
+      sse.send(streamer.fail(api).data);
+      record(api.status);
+      sse.done();
+      return;
     }
     countTokens();
     record(abort.signal.aborted ? CLIENT_CLOSED : 200);

@@ -6,7 +6,13 @@
  *   truncate (temperature, min_p, top_k) → top_p → draw.
  * Semantics follow vLLM's min_p processor and apply_top_k_top_p; see each
  * function.
+ *
+ * The full-vocabulary passes (collect, massHistogram, the top_k heap scan,
+ * drawDense) run in the native addon when it is loaded (native.ts). It
+ * repeats this arithmetic exactly, which is why the sums here run in four
+ * interleaved lanes (one vector register there) or over the histogram.
  */
+import { native } from "../native.ts";
 import { expNonPositive } from "./exp.ts";
 import { kthLargest, massBoundary, maxValue } from "./select.ts";
 
@@ -18,6 +24,9 @@ const LAST_BUCKET = 128 * BUCKETS_PER_NAT;
 
 // Block size of drawDense's partial sums.
 const BLOCK = 64;
+
+// Where heapTopK and the native collect leave results of more than one number.
+const results = new Float64Array(3);
 
 export class Candidates {
   readonly ids: Int32Array;
@@ -75,6 +84,7 @@ export function truncate(
   return total;
 }
 
+/** Mass of each histogram bucket over the tokens >= threshold; returns the total, summed over the buckets. */
 function massHistogram(
   row: Float32Array,
   length: number,
@@ -83,18 +93,18 @@ function massHistogram(
   temperature: number,
   histogram: Float64Array,
 ): number {
+  if (native !== undefined) return native.massHistogram(row, length, threshold, max, temperature, histogram);
   const inv = 1 / temperature;
   histogram.fill(0);
-  let total = 0;
   for (let i = 0; i < length; i++) {
     const v = row[i];
     if (v >= threshold && v > Number.NEGATIVE_INFINITY) {
       const distance = (max - v) * inv;
-      const w = expNonPositive(-distance);
-      histogram[Math.min(distance * BUCKETS_PER_NAT, LAST_BUCKET) | 0] += w;
-      total += w;
+      histogram[Math.min(distance * BUCKETS_PER_NAT, LAST_BUCKET) | 0] += expNonPositive(-distance);
     }
   }
+  let total = 0;
+  for (let b = 0; b <= LAST_BUCKET; b++) total += histogram[b];
   return total;
 }
 
@@ -133,31 +143,14 @@ function truncateSmallTopK(
   withBuckets: boolean,
   c: Candidates,
 ): number {
-  const heap = c.scratch;
   const ids = c.ids;
-  let max = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < k; i++) {
-    const v = Number.isNaN(row[i]) ? Number.NEGATIVE_INFINITY : row[i];
-    if (v > max) max = v;
-    heapPush(heap, ids, i, v, i);
-  }
-  // Largest value seen equal to the heap's minimum yet left out of the heap
-  // (rejected or evicted): if it ties the final k-th, tokens outside the heap survive too.
-  let tie = Number.NaN;
-  let top = heap[0];
-  for (let i = k; i < length; i++) {
-    const v = row[i];
-    if (v > top) {
-      if (v > max) max = v;
-      tie = top;
-      heap[0] = v;
-      ids[0] = i;
-      siftDown(heap, ids, k);
-      top = heap[0];
-    } else if (v === top) tie = v;
-  }
+  const scan = results;
+  if (native !== undefined) native.heapTopK(row, length, k, c.scratch, ids, scan);
+  else heapTopK(row, length, k, c.scratch, ids, scan);
+  const max = scan[0];
+  const top = scan[1];
   const threshold = Math.max(minPThreshold(max, temperature, minP), top);
-  if (tie === top) return collect(row, length, threshold, max, temperature, withBuckets, c);
+  if (scan[2] === 1) return collect(row, length, threshold, max, temperature, withBuckets, c);
 
   // The survivors are the heap's entries: walk them in id order.
   ids.subarray(0, k).sort();
@@ -180,6 +173,44 @@ function truncateSmallTopK(
   }
   c.count = n;
   return total;
+}
+
+/**
+ * The k largest of the row (NaN as -inf) into a min-heap on heap/ids. Writes
+ * [max, k-th largest, 1 when a value left out of the heap ties the k-th] to `out`.
+ */
+function heapTopK(
+  row: Float32Array,
+  length: number,
+  k: number,
+  heap: Float64Array,
+  ids: Int32Array,
+  out: Float64Array,
+): void {
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < k; i++) {
+    const v = Number.isNaN(row[i]) ? Number.NEGATIVE_INFINITY : row[i];
+    if (v > max) max = v;
+    heapPush(heap, ids, i, v, i);
+  }
+  // Largest value seen equal to the heap's minimum yet left out of the heap
+  // (rejected or evicted): if it ties the final k-th, tokens outside the heap survive too.
+  let tie = Number.NaN;
+  let top = heap[0];
+  for (let i = k; i < length; i++) {
+    const v = row[i];
+    if (v > top) {
+      if (v > max) max = v;
+      tie = top;
+      heap[0] = v;
+      ids[0] = i;
+      siftDown(heap, ids, k);
+      top = heap[0];
+    } else if (v === top) tie = v;
+  }
+  out[0] = max;
+  out[1] = top;
+  out[2] = tie === top ? 1 : 0;
 }
 
 function heapPush(values: Float64Array, ids: Int32Array, size: number, v: number, id: number): void {
@@ -228,23 +259,52 @@ function collect(
   c: Candidates,
 ): number {
   const { ids, weights, buckets } = c;
+  if (native !== undefined) {
+    c.count = native.collect(
+      row,
+      length,
+      threshold,
+      max,
+      temperature,
+      withBuckets,
+      ids,
+      weights,
+      buckets,
+      results,
+    );
+    return results[0];
+  }
   const inv = 1 / temperature;
   let n = 0;
-  let total = 0;
   for (let i = 0; i < length; i++) {
     const v = row[i];
     if (v >= threshold && v > Number.NEGATIVE_INFINITY) {
       const distance = (max - v) * inv;
-      const w = expNonPositive(-distance);
       ids[n] = i;
-      weights[n] = w;
+      weights[n] = expNonPositive(-distance);
       if (withBuckets) buckets[n] = Math.min(distance * BUCKETS_PER_NAT, LAST_BUCKET);
-      total += w;
       n++;
     }
   }
   c.count = n;
-  return total;
+  return sum4(weights, n);
+}
+
+/** Sum of `a[0..n)` in four interleaved lanes (the tail in the first), as the native kernels add. */
+function sum4(a: Float64Array, n: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let i = 0;
+  for (; i + 3 < n; i += 4) {
+    s0 += a[i];
+    s1 += a[i + 1];
+    s2 += a[i + 2];
+    s3 += a[i + 3];
+  }
+  for (; i < n; i++) s0 += a[i];
+  return s0 + s1 + s2 + s3;
 }
 
 /**
@@ -336,6 +396,7 @@ export function drawDense(
   u: number,
   c: Candidates,
 ): number {
+  if (native !== undefined) return native.drawDense(row, length, temperature, u, c.blockSums);
   const max = maxValue(row, length);
   if (!(max > Number.NEGATIVE_INFINITY)) return -1;
   const inv = 1 / temperature;
@@ -344,8 +405,19 @@ export function drawDense(
   let total = 0;
   for (let b = 0; b < blocks; b++) {
     const end = Math.min(length, (b + 1) * BLOCK);
-    let s = 0;
-    for (let i = b * BLOCK; i < end; i++) s += expNonPositive((row[i] - max) * inv);
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let i = b * BLOCK;
+    for (; i + 3 < end; i += 4) {
+      s0 += expNonPositive((row[i] - max) * inv);
+      s1 += expNonPositive((row[i + 1] - max) * inv);
+      s2 += expNonPositive((row[i + 2] - max) * inv);
+      s3 += expNonPositive((row[i + 3] - max) * inv);
+    }
+    for (; i < end; i++) s0 += expNonPositive((row[i] - max) * inv);
+    const s = s0 + s1 + s2 + s3;
     sums[b] = s;
     total += s;
   }

@@ -9,6 +9,8 @@ const STEPS = 64;
 const RANGE = 128;
 const TABLE = new Float64Array(RANGE * STEPS + 1);
 for (let j = 0; j < TABLE.length; j++) TABLE[j] = Math.exp(-j / STEPS);
+/** Read-only. The native kernels (native.ts) copy it, so their exps equal these bit for bit. */
+export const EXP_TABLE: Float64Array = TABLE;
 const LIMIT = RANGE * STEPS;
 
 export function expNonPositive(x: number): number {

@@ -2,7 +2,9 @@
  * Log-probabilities of a logits row: log-sum-exp in float64, the rank of a
  * token among the row, and the floor applied to -inf before anything leaves
  * the engine (JSON has no infinities; vLLM's server uses the same floor).
+ * logSumExp and rankOf run in the native addon when it is loaded (native.ts).
  */
+import { native } from "../native.ts";
 import { expNonPositive } from "./exp.ts";
 import { maxValue } from "./select.ts";
 
@@ -10,6 +12,7 @@ export const LOGPROB_FLOOR = -9999.0;
 
 /** log(sum(exp(row))) accumulated in float64; -Infinity when every entry is -inf. */
 export function logSumExp(row: Float32Array, length = row.length): number {
+  if (native !== undefined) return native.logSumExp(row, length);
   const max = maxValue(row, length);
   if (max === Number.NEGATIVE_INFINITY) return max;
   // Four partial sums so the exps of neighbours overlap.
@@ -39,6 +42,7 @@ export function toLogprob(logit: number, lse: number): number {
  * included (vLLM counts `logprobs >= token_logprob`, so ties share the worse rank).
  */
 export function rankOf(row: Float32Array, tokenId: number, length = row.length): number {
+  if (native !== undefined) return native.rankOf(row, length, tokenId);
   const v = row[tokenId];
   let c0 = 0;
   let c1 = 0;

@@ -2,14 +2,17 @@
  * Selection kernels over typed arrays: argmax, maximum, k-th largest value,
  * the probability-mass boundary used by top_p, and the n largest entries for
  * logprobs. Average O(n), no full sorts, no allocation: callers pass the
- * scratch buffers.
+ * scratch buffers. The full-row scans run in the native addon when it is
+ * loaded (native.ts), with the same results.
  */
+import { native } from "../native.ts";
 
 // The row scans keep four independent accumulators: a single compare chain
 // leaves most of the CPU idle, and these loops run over the vocabulary every step.
 
 /** Index of the largest value (lowest index on ties, as torch.argmax); NaN never wins; -1 when none is > -inf. */
 export function argmax(row: Float32Array, length = row.length): number {
+  if (native !== undefined) return native.argmax(row, length);
   let m0 = Number.NEGATIVE_INFINITY;
   let m1 = m0;
   let m2 = m0;
@@ -63,6 +66,7 @@ export function argmax(row: Float32Array, length = row.length): number {
 
 /** Largest value of `row[0..length)`, ignoring NaN; -Infinity when empty. */
 export function maxValue(row: Float32Array, length = row.length): number {
+  if (native !== undefined) return native.maxValue(row, length);
   let m0 = Number.NEGATIVE_INFINITY;
   let m1 = m0;
   let m2 = m0;
@@ -88,6 +92,7 @@ export function maxValue(row: Float32Array, length = row.length): number {
  */
 export function kthLargest(values: Float32Array, n: number, k: number, scratch: Float64Array): number {
   if (k <= 0 || k > n) throw new RangeError(`k=${k} outside [1, ${n}]`);
+  if (native !== undefined) return native.kthLargest(values, n, k);
   for (let i = 0; i < n; i++) {
     const v = values[i];
     scratch[i] = Number.isNaN(v) ? Number.NEGATIVE_INFINITY : v;
@@ -198,6 +203,7 @@ export function topN(
   outIds: Int32Array,
   outVals: Float64Array,
 ): number {
+  if (native !== undefined) return native.topN(row, length, n, outIds, outVals);
   const want = Math.min(n, length);
   if (want <= 0) return 0;
   let size = 0;
