@@ -1,0 +1,25 @@
+{
+  "targets": [
+    {
+      "target_name": "ortserve_native",
+      "sources": ["src/addon.cc", "src/kernels.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      # No -ffast-math and no FMA contraction: the kernels must reproduce the
+      # TypeScript arithmetic exactly (see native/README.md).
+      "cflags_cc": ["-O3", "-ffp-contract=off"],
+      "xcode_settings": {
+        "GCC_OPTIMIZATION_LEVEL": "3",
+        "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off"]
+      },
+      "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/fp:precise", "/fp:contract-"] } },
+      "conditions": [
+        # A baseline every x86-64 CI machine has; the AVX2 kernels are chosen at run time.
+        ["target_arch=='x64' and OS!='win'", {
+          "cflags_cc": ["-march=x86-64-v2"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-march=x86-64-v2"] }
+        }]
+      ]
+    }
+  ]
+}
