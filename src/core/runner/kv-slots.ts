@@ -11,8 +11,8 @@
  */
 import { Tensor } from "onnxruntime-node";
 
-/** Positions are added in steps of this many, to amortise re-layouts. */
-const GROWTH_STEP = 256;
+/** Positions are added in steps of this many: small, because every run copies the whole fetched cache. */
+const GROWTH_STEP = 64;
 /** Rows are added in steps of this many. */
 const ROW_STEP = 4;
 
