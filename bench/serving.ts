@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { EnginePool } from "../src/engine/pool.ts";
 import type { EngineRequest, ModelEngineConfig } from "../src/engine/types.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { request as engineRequest } from "../test/engine/engine-helpers.ts";
 import { benchPrompt } from "./prompt.ts";
 import { openLlamaServing } from "./serving-llama.ts";
 import { median, nowSeconds } from "./stats.ts";
@@ -22,34 +23,9 @@ const NEW_TOKENS = 96;
 const TTFT_PROMPTS = [128, 512, 1024];
 const json = process.argv.includes("--json");
 
+/** Greedy, EOS ignored: every stream generates exactly `maxTokens`. */
 function request(tokenIds: number[], maxTokens: number, cacheSalt?: string): EngineRequest {
-  return {
-    requestId: "bench",
-    prompt: { tokenIds },
-    maxTokens,
-    n: 1,
-    sampling: {
-      temperature: 0,
-      topP: 1,
-      topK: 0,
-      minP: 0,
-      repetitionPenalty: 1,
-      frequencyPenalty: 0,
-      presencePenalty: 0,
-      minTokens: 0,
-      ignoreEos: true,
-      stopTokenIds: [],
-    },
-    stop: [],
-    includeStopStrInOutput: false,
-    skipSpecialTokens: true,
-    spacesBetweenSpecialTokens: true,
-    returnTokensAsTokenIds: false,
-    useBeamSearch: false,
-    lengthPenalty: 1,
-    priority: 0,
-    cacheSalt,
-  };
+  return engineRequest(tokenIds, { maxTokens, cacheSalt });
 }
 
 /** Runs one request; returns seconds to the first token and to the end. */
