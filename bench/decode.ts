@@ -69,13 +69,19 @@ async function ggufPath(): Promise<string> {
   return path;
 }
 
-/** `npm run bench` only sets up the model's default format; convert the other one on demand. */
+/**
+ * `npm run bench` only sets up the model's default format. Setup is a no-op when
+ * its stamp shows the format is current, and converts otherwise (also after a
+ * converter upgrade left an older file behind).
+ */
+const ensured = new Set<ModelFormat>();
 async function ensureFormat(format: ModelFormat): Promise<void> {
-  if (existsSync(modelFile(modelDir, format))) return;
+  if (ensured.has(format)) return;
+  ensured.add(format);
   const { DEFAULT_MODEL_ID, runSetup } = await import("../src/cli/commands/setup.ts");
-  if (args.model !== DEFAULT_MODEL_ID)
-    throw new Error(`${modelFile(modelDir, format)} missing: convert it first`);
-  await runSetup({ format, modelsDir: args["models-dir"] });
+  if (args.model === DEFAULT_MODEL_ID) await runSetup({ format, modelsDir: args["models-dir"], log });
+  else if (!existsSync(modelFile(modelDir, format)))
+    throw new Error(`${modelFile(modelDir, format)} missing`);
 }
 
 async function open(name: EngineName, threads: number): Promise<BenchEngine> {

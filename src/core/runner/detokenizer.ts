@@ -4,9 +4,11 @@
  * text is only emitted once the decoded suffix no longer ends in U+FFFD.
  *
  * Rather than re-decoding every generated id on each step, only a sliding
- * window is decoded: ids from `prefix` (already emitted, kept so tokenizers
- * that treat a leading token specially decode it the same way both times) up
- * to the newest id. Emitted text matches decoding all ids at once.
+ * window is decoded: from the ids of the previous emission (kept as context so
+ * tokenizers that treat a leading token specially decode it the same way both
+ * times) up to the newest id. For byte-level BPE, whose decoding has no
+ * cross-token effects beyond UTF-8 assembly, the emitted text equals decoding
+ * all ids at once.
  */
 
 export type DecodeFn = (ids: readonly number[]) => string;

@@ -24,11 +24,9 @@ export async function runOneShotChat(
   userMessage: string,
   opts: OneShotChatOptions,
 ): Promise<OneShotChatResult> {
-  const [template, tokenizer, session] = await Promise.all([
-    loadChatTemplate(modelDir),
-    loadTokenizer(modelDir),
-    DecoderSession.load(modelDir, opts),
-  ]);
+  const [template, tokenizer] = await Promise.all([loadChatTemplate(modelDir), loadTokenizer(modelDir)]);
+  // Loaded last so a bad template or tokenizer cannot leak a session.
+  const session = await DecoderSession.load(modelDir, opts);
   const seq = session.newSequence();
   try {
     const prompt = tokenizer.encode(template.render([{ role: "user", content: userMessage }]));
