@@ -23,7 +23,7 @@ import { KvSlots } from "../src/core/runner/kv-slots.ts";
 import { loadDecoderConfig } from "../src/core/runner/model-config.ts";
 import { createDecoderSession } from "../src/core/runner/ort-session.ts";
 import { addon, useNative } from "../src/core/sample/native.ts";
-import type { SamplingParams } from "../src/core/sample/params.ts";
+import { NEUTRAL_SAMPLING, type SamplingParams } from "../src/core/sample/params.ts";
 import { SequenceSampler } from "../src/core/sample/sampler.ts";
 import { warmUp } from "../src/core/sample/warm-up.ts";
 import { modelsDir } from "../src/util/paths.ts";
@@ -46,20 +46,7 @@ const iterations = Number(args.iterations);
 const spread = Number(args.spread);
 const BATCHES = [1, 8] as const;
 
-const base: SamplingParams = {
-  temperature: 1,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  minTokens: 0,
-  stopTokenIds: [],
-  eosTokenIds: [2],
-  ignoreEos: false,
-  seed: 1234,
-};
+const base: SamplingParams = { ...NEUTRAL_SAMPLING, eosTokenIds: [2], seed: 1234 };
 
 const configs: { name: string; params: SamplingParams }[] = [
   { name: "greedy", params: { ...base, temperature: 0 } },

@@ -1,22 +1,8 @@
 /** Shared builders for the sampler tests: parameters, rows and a reference softmax. */
-import type { SamplingParams } from "../../src/core/sample/params.ts";
+import { NEUTRAL_SAMPLING, type SamplingParams } from "../../src/core/sample/params.ts";
 
 export function params(overrides: Partial<SamplingParams> = {}): SamplingParams {
-  return {
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    minP: 0,
-    repetitionPenalty: 1,
-    frequencyPenalty: 0,
-    presencePenalty: 0,
-    minTokens: 0,
-    stopTokenIds: [],
-    eosTokenIds: [],
-    ignoreEos: false,
-    seed: 7,
-    ...overrides,
-  };
+  return { ...NEUTRAL_SAMPLING, seed: 7, ...overrides };
 }
 
 export const greedy = (overrides: Partial<SamplingParams> = {}) => params({ temperature: 0, ...overrides });

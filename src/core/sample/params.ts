@@ -55,6 +55,21 @@ export interface SampledToken {
   topLogprobs?: TokenLogprob[];
 }
 
+/** Every processor off (vLLM's neutral values), plain temperature-1 sampling: a base to override. */
+export const NEUTRAL_SAMPLING: Readonly<SamplingParams> = {
+  temperature: 1,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  minTokens: 0,
+  stopTokenIds: [],
+  eosTokenIds: [],
+  ignoreEos: false,
+};
+
 /** Temperatures below this mean greedy (vLLM's _SAMPLING_EPS). */
 export const SAMPLING_EPS = 1e-5;
 /** Smallest non-zero temperature; lower ones are raised to it to keep exp() finite (vLLM's _MAX_TEMP). */

@@ -10,7 +10,7 @@
  * themselves, and odd-sized (547 = 4k + 3 = 32k + 3) so the unrolled loops'
  * tails and the bitmask's partial word run too.
  */
-import type { SampledToken, SamplingParams } from "./params.ts";
+import { NEUTRAL_SAMPLING, type SampledToken, type SamplingParams } from "./params.ts";
 import { SamplerScratch } from "./scratch.ts";
 
 interface Sampler {
@@ -35,20 +35,7 @@ export function warmUp(Sampler: SamplerClass): void {
   );
   const mask = new Uint32Array(Math.ceil(VOCAB / 32)).fill(0xfffffff7);
   const none = new Uint32Array(1);
-  const base: SamplingParams = {
-    temperature: 0.8,
-    topP: 1,
-    topK: 0,
-    minP: 0,
-    repetitionPenalty: 1,
-    frequencyPenalty: 0,
-    presencePenalty: 0,
-    minTokens: 0,
-    stopTokenIds: [],
-    eosTokenIds: [3],
-    ignoreEos: false,
-    seed: 1,
-  };
+  const base: SamplingParams = { ...NEUTRAL_SAMPLING, temperature: 0.8, eosTokenIds: [3], seed: 1 };
   const processed: Partial<SamplingParams> = {
     allowedTokenIds: Array.from({ length: 200 }, (_, i) => i * 2),
     badWordsTokenIds: [[4], [6, 8]],
