@@ -56,18 +56,18 @@ export class EnginePool {
       port1.postMessage({ type: "abort" });
     };
     signal?.addEventListener("abort", onAbort, { once: true });
+    // The worker closes its port after its last event; messages sent before a close arrive before
+    // the 'close' event, so once the task resolved and the port closed, nothing more can come.
+    const portClosed = new Promise<void>((r) => port1.once("close", () => r()));
     this.pool.run(task, { transferList: [port2] }).then(
-      // The worker resolves after its last event was posted; let it drain before declaring the end.
-      () =>
-        setTimeout(() => {
-          if (!signal?.aborted) {
-            push({ type: "error", code: "engine_failure", message: "request ended without a result" });
-            return;
-          }
+      async () => {
+        await portClosed;
+        if (signal?.aborted) {
           // Aborted by the caller: the stream just ends.
           ended = true;
           wake?.();
-        }, 50),
+        } else push({ type: "error", code: "engine_failure", message: "request ended without a result" });
+      },
       (err: Error) =>
         push({ type: "error", code: "engine_failure", message: `engine worker failed: ${err.message}` }),
     );
