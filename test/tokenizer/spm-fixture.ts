@@ -4,8 +4,8 @@
  * hundred BPE merges learned on English and code, with "▁" word prefixes and distinct scores;
  * anything else (CJK, emoji, most accents) has to go through <0xXX> byte fallback.
  */
-import { type GgufMetadataEntry, GgufValueType as V } from "../../src/models/gguf/types.ts";
-import { writeGguf } from "../../src/models/gguf/writer.ts";
+import { GgufValueType as V } from "../../src/models/gguf/types.ts";
+import { metadataEntry, writeGguf } from "../../src/models/gguf/writer.ts";
 
 const TRAINING_TEXT = `The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of
 times. Machine learning models are trained on large datasets and then used for inference. In the
@@ -81,41 +81,32 @@ export function spmVocabulary(): SpmVocabulary {
   return { tokens, scores, types };
 }
 
-function entry(
-  key: string,
-  type: number,
-  value: GgufMetadataEntry["value"],
-  arrayType?: number,
-): GgufMetadataEntry {
-  return { key, type, value, arrayType } as GgufMetadataEntry;
-}
-
 /** Writes the vocab-only GGUF (llama hyper-parameters, no tensors); returns its path. */
 export function writeSpmGguf(path: string): string {
   const v = spmVocabulary();
   writeGguf(path, {
     metadata: [
-      entry("general.architecture", V.STRING, "llama"),
-      entry("general.name", V.STRING, "ortserve synthetic sentencepiece"),
-      entry("llama.block_count", V.UINT32, 1),
-      entry("llama.context_length", V.UINT32, 256),
-      entry("llama.embedding_length", V.UINT32, 64),
-      entry("llama.feed_forward_length", V.UINT32, 128),
-      entry("llama.attention.head_count", V.UINT32, 4),
-      entry("llama.attention.head_count_kv", V.UINT32, 4),
-      entry("llama.attention.layer_norm_rms_epsilon", V.FLOAT32, 1e-5),
-      entry("llama.rope.dimension_count", V.UINT32, 16),
-      entry("tokenizer.ggml.model", V.STRING, "llama"),
-      entry("tokenizer.ggml.pre", V.STRING, "default"),
-      entry("tokenizer.ggml.tokens", V.ARRAY, v.tokens, V.STRING),
-      entry("tokenizer.ggml.scores", V.ARRAY, v.scores, V.FLOAT32),
-      entry("tokenizer.ggml.token_type", V.ARRAY, v.types, V.INT32),
-      entry("tokenizer.ggml.bos_token_id", V.UINT32, 1),
-      entry("tokenizer.ggml.eos_token_id", V.UINT32, 2),
-      entry("tokenizer.ggml.unknown_token_id", V.UINT32, 0),
-      entry("tokenizer.ggml.add_bos_token", V.BOOL, true),
-      entry("tokenizer.ggml.add_eos_token", V.BOOL, false),
-      entry("tokenizer.ggml.add_space_prefix", V.BOOL, true),
+      metadataEntry("general.architecture", V.STRING, "llama"),
+      metadataEntry("general.name", V.STRING, "ortserve synthetic sentencepiece"),
+      metadataEntry("llama.block_count", V.UINT32, 1),
+      metadataEntry("llama.context_length", V.UINT32, 256),
+      metadataEntry("llama.embedding_length", V.UINT32, 64),
+      metadataEntry("llama.feed_forward_length", V.UINT32, 128),
+      metadataEntry("llama.attention.head_count", V.UINT32, 4),
+      metadataEntry("llama.attention.head_count_kv", V.UINT32, 4),
+      metadataEntry("llama.attention.layer_norm_rms_epsilon", V.FLOAT32, 1e-5),
+      metadataEntry("llama.rope.dimension_count", V.UINT32, 16),
+      metadataEntry("tokenizer.ggml.model", V.STRING, "llama"),
+      metadataEntry("tokenizer.ggml.pre", V.STRING, "default"),
+      metadataEntry("tokenizer.ggml.tokens", V.ARRAY, v.tokens, V.STRING),
+      metadataEntry("tokenizer.ggml.scores", V.ARRAY, v.scores, V.FLOAT32),
+      metadataEntry("tokenizer.ggml.token_type", V.ARRAY, v.types, V.INT32),
+      metadataEntry("tokenizer.ggml.bos_token_id", V.UINT32, 1),
+      metadataEntry("tokenizer.ggml.eos_token_id", V.UINT32, 2),
+      metadataEntry("tokenizer.ggml.unknown_token_id", V.UINT32, 0),
+      metadataEntry("tokenizer.ggml.add_bos_token", V.BOOL, true),
+      metadataEntry("tokenizer.ggml.add_eos_token", V.BOOL, false),
+      metadataEntry("tokenizer.ggml.add_space_prefix", V.BOOL, true),
     ],
     tensors: [],
   });

@@ -6,14 +6,23 @@
 
 const ALPHABET_SIZE = 256 + 68;
 
-/** Code point of a vocabulary character → the byte it spells, or -1. */
-const CHAR_TO_BYTE: Int16Array = (() => {
-  const table = new Int16Array(ALPHABET_SIZE).fill(-1);
+/** Byte → the vocabulary character that spells it (`bytes_to_unicode`). */
+export const BYTE_TO_CHAR: readonly string[] = (() => {
+  const chars: string[] = [];
   let shifted = 0;
   for (let byte = 0; byte < 256; byte++) {
     const printable = (byte >= 0x21 && byte <= 0x7e) || (byte >= 0xa1 && byte <= 0xac) || byte >= 0xae;
-    table[printable ? byte : 256 + shifted++] = byte;
+    chars.push(String.fromCharCode(printable ? byte : 256 + shifted++));
   }
+  return chars;
+})();
+
+/** Code point of a vocabulary character → the byte it spells, or -1. */
+const CHAR_TO_BYTE: Int16Array = (() => {
+  const table = new Int16Array(ALPHABET_SIZE).fill(-1);
+  BYTE_TO_CHAR.forEach((ch, byte) => {
+    table[ch.charCodeAt(0)] = byte;
+  });
   return table;
 })();
 

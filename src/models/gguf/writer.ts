@@ -269,3 +269,13 @@ function writeValue(
 function bigintJson(_key: string, v: unknown): unknown {
   return typeof v === "bigint" ? `${v}n` : v;
 }
+
+/** A metadata entry for `writeGguf` (the wire type is explicit: JS numbers do not carry one). */
+export function metadataEntry(
+  key: string,
+  type: GgufValueTypeId,
+  value: GgufValue,
+  arrayType?: GgufValueTypeId,
+): GgufMetadataEntry {
+  return { key, type, value, arrayType };
+}
