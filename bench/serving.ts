@@ -8,9 +8,9 @@
  *  - TTFT on a prefix-cache hit vs cold (ortserve; llama.cpp re-evaluates a cleared sequence)
  */
 import { join } from "node:path";
-import { EnginePool } from "../src/engine/pool.ts";
-import type { EngineRequest, ModelEngineConfig } from "../src/engine/types.ts";
+import type { EngineCoreConfig, EngineRequest } from "../src/core/types.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { EnginePool } from "../src/workers/pool.ts";
 import { request as engineRequest } from "../test/engine/engine-helpers.ts";
 import { benchPrompt } from "./prompt.ts";
 import { openLlamaServing } from "./serving-llama.ts";
@@ -31,7 +31,7 @@ function request(tokenIds: number[], maxTokens: number, cacheSalt?: string): Eng
 /** Runs one request; returns seconds to the first token and to the end. */
 async function timed(
   pool: EnginePool,
-  config: ModelEngineConfig,
+  config: EngineCoreConfig,
   req: EngineRequest,
 ): Promise<{ ttft: number; total: number; tokens: number }> {
   const t0 = nowSeconds();
@@ -48,7 +48,7 @@ async function timed(
 }
 
 async function benchOrtserve(prompts: number[][], long: Record<number, number[]>) {
-  const config: ModelEngineConfig = {
+  const config: EngineCoreConfig = {
     modelDir: MODEL_DIR,
     format: "q4",
     schedulingPolicy: "fcfs",

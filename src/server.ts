@@ -3,14 +3,14 @@
  * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
  */
 import type { Server } from "node:http";
-import { EnginePool } from "./engine/pool.ts";
-import type { ModelEngineConfig } from "./engine/types.ts";
+import type { EngineCoreConfig } from "./core/types.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
+import { EnginePool } from "./workers/pool.ts";
 
 export interface ServerConfig {
   host: string;
@@ -81,7 +81,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     format: "q4" | "fp32",
     policy: "fcfs" | "priority",
     maxLen?: number,
-  ): ModelEngineConfig => ({
+  ): EngineCoreConfig => ({
     modelDir: dir,
     format,
     schedulingPolicy: policy,

@@ -1,6 +1,6 @@
 /** Engine error events → the service's error catalogue. */
 
-import type { EngineErrorCode } from "../engine/types.ts";
+import type { EngineErrorCode } from "../core/types.ts";
 import { type ApiError, internalError, invalidRequest, unavailable } from "../errors.ts";
 
 export interface EngineErrorLike {

@@ -2,7 +2,7 @@
  * Pieces shared by the full response and the stream: ids, the response role, echo, usage and the
  * logprob shapes vLLM returns.
  */
-import type { PromptTokenLogprob, TokenLogprob } from "../engine/types.ts";
+import type { PromptTokenLogprob, TokenLogprob } from "../core/types.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 import { contentText } from "./messages.ts";
 

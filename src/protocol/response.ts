@@ -3,7 +3,7 @@
  * caller feeds every event of one request and asks for the result after `done`.
  */
 
-import type { EngineEvent, FinishReason } from "../engine/types.ts";
+import type { EngineEvent, FinishReason } from "../core/types.ts";
 import { internalError } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 import { engineErrorToApiError } from "./engine-errors.ts";

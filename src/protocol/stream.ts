@@ -8,7 +8,7 @@
  * stream_options.include_usage is set.
  */
 
-import type { EngineEvent, FinishReason } from "../engine/types.ts";
+import type { EngineEvent, FinishReason } from "../core/types.ts";
 import type { ApiError, ApiErrorBody } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 import { engineErrorToApiError } from "./engine-errors.ts";

@@ -4,7 +4,7 @@
  * model (token ids against the vocabulary, logprob counts against the server's limit).
  */
 
-import type { EngineRequest, EngineSampling } from "../engine/types.ts";
+import type { EngineRequest, EngineSampling } from "../core/types.ts";
 import { invalidRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 

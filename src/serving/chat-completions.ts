@@ -5,8 +5,7 @@
  */
 import type { Request, Response } from "express";
 import { renderChat } from "../chat/index.ts";
-import type { EnginePool } from "../engine/pool.ts";
-import type { EngineEvent, ModelEngineConfig } from "../engine/types.ts";
+import type { EngineCoreConfig, EngineEvent } from "../core/types.ts";
 import { ApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
 import { SseWriter } from "../http/sse.ts";
 import type { ModelRegistry } from "../models/registry.ts";
@@ -17,6 +16,7 @@ import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import { toEngineRequest } from "../protocol/to-engine.ts";
 import type { Storage } from "../storage/storage.ts";
+import type { EnginePool } from "../workers/pool.ts";
 import { modelInfo } from "./model-info.ts";
 
 export interface ChatServiceDeps {
@@ -30,7 +30,7 @@ export interface ChatServiceDeps {
     format: "q4" | "fp32",
     policy: "fcfs" | "priority",
     maxModelLen?: number,
-  ): ModelEngineConfig;
+  ): EngineCoreConfig;
   draining(): boolean;
 }
 

@@ -1,8 +1,9 @@
 /** Shared helpers for engine tests: request builders and event collection. */
-import type { EnginePool } from "../../src/engine/pool.ts";
-import type { EngineEvent, EngineRequest, FinishReason, ModelEngineConfig } from "../../src/engine/types.ts";
 
-export function engineConfig(modelDir: string, extra: Partial<ModelEngineConfig> = {}): ModelEngineConfig {
+import type { EngineCoreConfig, EngineEvent, EngineRequest, FinishReason } from "../../src/core/types.ts";
+import type { EnginePool } from "../../src/workers/pool.ts";
+
+export function engineConfig(modelDir: string, extra: Partial<EngineCoreConfig> = {}): EngineCoreConfig {
   return {
     modelDir,
     format: "fp32",
@@ -68,7 +69,7 @@ export interface Result {
 
 export async function collect(
   pool: EnginePool,
-  config: ModelEngineConfig,
+  config: EngineCoreConfig,
   req: EngineRequest,
   onEvent?: (e: EngineEvent) => void,
   signal?: AbortSignal,

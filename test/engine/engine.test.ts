@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BeamSearch } from "../../src/core/sample/beam-search.ts";
-import { EnginePool } from "../../src/engine/pool.ts";
-import type { ModelEngineConfig } from "../../src/engine/types.ts";
+import type { EngineCoreConfig } from "../../src/core/types.ts";
+import { EnginePool } from "../../src/workers/pool.ts";
 import { argmax, emptyPast, loadRaw, step } from "../convert/run-onnx.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import { collect, engineConfig, request, sampling } from "./engine-helpers.ts";
@@ -20,7 +20,7 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
   let root: string;
   let modelDir: string;
   let pool: EnginePool;
-  let config: ModelEngineConfig;
+  let config: EngineCoreConfig;
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "ortserve-engine-"));

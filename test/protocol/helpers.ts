@@ -1,6 +1,6 @@
 /** Shared builders for the protocol tests: minimal requests, engine events, error assertions. */
 import { expect } from "vitest";
-import type { EngineEvent, TokenLogprob } from "../../src/engine/types.ts";
+import type { EngineEvent, TokenLogprob } from "../../src/core/types.ts";
 import { ApiError } from "../../src/errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../../src/protocol/chat-request.ts";
 

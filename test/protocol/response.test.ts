@@ -1,6 +1,6 @@
 /** The non-streaming response built from synthetic engine events. */
 import { describe, expect, it } from "vitest";
-import type { EngineEvent } from "../../src/engine/types.ts";
+import type { EngineEvent } from "../../src/core/types.ts";
 import { ApiError } from "../../src/errors.ts";
 import { engineErrorToApiError } from "../../src/protocol/engine-errors.ts";
 import { ChatCompletionAccumulator } from "../../src/protocol/response.ts";

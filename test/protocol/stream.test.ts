@@ -1,6 +1,6 @@
 /** The streamed chunks built from synthetic engine events. */
 import { describe, expect, it } from "vitest";
-import type { EngineEvent } from "../../src/engine/types.ts";
+import type { EngineEvent } from "../../src/core/types.ts";
 import { unavailable } from "../../src/errors.ts";
 import {
   type ChatCompletionChunk,

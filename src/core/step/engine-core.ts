@@ -10,12 +10,6 @@
  * is in the cache. A finished row is filled by moving the last decoding row into it.
  */
 import type { InferenceSession } from "onnxruntime-node";
-import type {
-  EngineEvent,
-  EngineRequest,
-  ModelEngineConfig,
-  PromptTokenLogprob,
-} from "../../engine/types.ts";
 import { PREFIX_BLOCK, PrefixCache } from "../cache/prefix-cache.ts";
 import { SequenceText } from "../output/sequence-text.ts";
 import { tokenLogprobText } from "../output/token-text.ts";
@@ -28,6 +22,7 @@ import { randomSeed, seedForChoice } from "../sample/ops/rng.ts";
 import { topN } from "../sample/ops/select.ts";
 import { SequenceSampler } from "../sample/sampler.ts";
 import { RequestQueue } from "../scheduler/request-queue.ts";
+import type { EngineCoreConfig, EngineEvent, EngineRequest, PromptTokenLogprob } from "../types.ts";
 import { BeamGroup, BeamRow } from "./beam-group.ts";
 import { Sequence } from "./sequence.ts";
 
@@ -82,8 +77,8 @@ export interface EngineStats {
   decodedTokens: number;
 }
 
-export class ModelEngine {
-  readonly config: ModelEngineConfig;
+export class EngineCore {
+  readonly config: EngineCoreConfig;
   readonly model: DecoderConfig;
   private readonly runner: BatchRunner;
   private readonly tokenize: PromptTokenizer;
@@ -97,7 +92,7 @@ export class ModelEngine {
   private looping = false;
 
   constructor(
-    config: ModelEngineConfig,
+    config: EngineCoreConfig,
     model: DecoderConfig,
     session: InferenceSession,
     tokenize: PromptTokenizer,

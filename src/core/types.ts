@@ -106,7 +106,7 @@ export type EngineErrorCode =
   /** The server is shutting down. */
   | "unavailable";
 
-export interface ModelEngineConfig {
+export interface EngineCoreConfig {
   modelDir: string;
   format: "q4" | "fp32";
   schedulingPolicy: "fcfs" | "priority";

@@ -6,7 +6,7 @@
  */
 import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
-import type { EngineEvent, EngineRequest, ModelEngineConfig } from "./types.ts";
+import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
 import type { WorkerTask } from "./worker.ts";
 
 export interface EnginePoolOptions {
@@ -36,7 +36,7 @@ export class EnginePool {
 
   /** Streams a request's events; always ends with a `done` or an `error` event. */
   async *generate(
-    config: ModelEngineConfig,
+    config: EngineCoreConfig,
     request: EngineRequest,
     signal?: AbortSignal,
   ): AsyncGenerator<EngineEvent> {

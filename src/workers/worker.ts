@@ -1,16 +1,16 @@
 /**
- * Worker-thread entry (piscina). Each worker owns one ModelEngine per model (its ONNX session, KV
+ * Worker-thread entry (piscina). Each worker owns one EngineCore per model (its ONNX session, KV
  * cache and scheduler). A generate task stays open while its request runs; events stream back over
  * the MessagePort that came with the task, so the main thread never waits on the model.
  */
 import type { MessagePort } from "node:worker_threads";
-import { loadModelEngine } from "../core/engine/load-engine.ts";
-import { type ModelEngine, RequestError } from "../core/engine/model-engine.ts";
-import type { EngineEvent, EngineRequest, ModelEngineConfig } from "./types.ts";
+import { type EngineCore, RequestError } from "../core/step/engine-core.ts";
+import { loadEngineCore } from "../core/step/load-engine-core.ts";
+import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
 
 export interface GenerateTask {
   kind: "generate";
-  config: ModelEngineConfig;
+  config: EngineCoreConfig;
   request: EngineRequest;
   port: MessagePort;
 }
@@ -26,13 +26,13 @@ export interface CrashTask {
 
 export type WorkerTask = GenerateTask | StatsTask | CrashTask;
 
-const engines = new Map<string, Promise<ModelEngine>>();
+const engines = new Map<string, Promise<EngineCore>>();
 
-function engineFor(config: ModelEngineConfig): Promise<ModelEngine> {
+function engineFor(config: EngineCoreConfig): Promise<EngineCore> {
   const key = JSON.stringify(config);
   let engine = engines.get(key);
   if (!engine) {
-    engine = loadModelEngine(config);
+    engine = loadEngineCore(config);
     engines.set(key, engine);
     engine.catch(() => engines.delete(key));
   }
@@ -46,7 +46,7 @@ async function generate(task: GenerateTask): Promise<void> {
   const send = (e: EngineEvent) => {
     if (open) port.postMessage(e);
   };
-  let engine: ModelEngine;
+  let engine: EngineCore;
   try {
     engine = await engineFor(task.config);
   } catch (err) {

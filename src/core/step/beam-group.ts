@@ -5,13 +5,14 @@
  * KV row; after a step the new beams take over the rows, each starting from its parent's KV.
  * The best beam_width beams become the choices, each delivered whole when the search ends.
  */
-import type { EngineEvent } from "../../engine/types.ts";
+
 import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import { type BeamCandidate, BeamSearch } from "../sample/beam-search.ts";
 import { logSumExp, toLogprob } from "../sample/ops/logprobs.ts";
 import { topN } from "../sample/ops/select.ts";
+import type { EngineEvent } from "../types.ts";
 
-/** One live beam's place in the batch: what `ModelEngine` treats as a decoding row. */
+/** One live beam's place in the batch: what `EngineCore` treats as a decoding row. */
 export class BeamRow {
   readonly group: BeamGroup;
   beamId: number;

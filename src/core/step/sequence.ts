@@ -2,13 +2,14 @@
  * One generated choice: its KV row, its sampler, and the vLLM stop checks applied after each
  * sampled token (min_tokens → EOS → stop_token_ids → stop strings → length → repetition).
  */
-import type { EngineEvent, FinishReason, TokenLogprob } from "../../engine/types.ts";
+
 import type { SequenceText } from "../output/sequence-text.ts";
 import { tokenBytes, tokenLogprobText } from "../output/token-text.ts";
 import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { detectRepetition, type RepetitionDetection } from "../sample/repetition.ts";
 import type { SequenceSampler } from "../sample/sampler.ts";
+import type { EngineEvent, FinishReason, TokenLogprob } from "../types.ts";
 
 export interface SequenceLimits {
   maxTokens: number;
