@@ -1,8 +1,8 @@
 /**
- * The main thread's side of the engine: a piscina pool of worker threads and, per request, an
- * async stream of EngineEvents. Aborting the signal cancels the request in its worker at the next
- * step. A worker that dies fails only the requests it was running; piscina starts a new one for
- * later tasks.
+ * The main thread's side of the engine: worker threads that each own some of the models, and, per
+ * request, an async stream of EngineEvents. Aborting the signal cancels the request in its worker
+ * at the next step. A worker that dies fails only the requests it was running; piscina starts a new
+ * thread in its slot, which loads that slot's models again on their next request.
  */
 import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
@@ -10,28 +10,68 @@ import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types
 import type { WorkerTask } from "./worker.ts";
 
 export interface EnginePoolOptions {
-  /** Worker threads (each holds its own copy of every model it serves). */
+  /** Worker threads; each model is served by exactly one of them. */
   workers: number;
   /** Requests in flight per worker; the engine's own queue orders them. */
   maxRequestsPerWorker: number;
 }
 
+/** One worker slot: a single-thread piscina pool, so a task sent to it runs on that thread. */
+interface WorkerSlot {
+  pool: Piscina;
+  /** How many models are assigned to this slot. */
+  models: number;
+}
+
 export class EnginePool {
-  private readonly pool: Piscina;
+  private readonly slots: WorkerSlot[];
+  /** Model key (JSON of its EngineCoreConfig) → index of the slot that owns it. */
+  private readonly owners = new Map<string, number>();
 
   constructor(opts: EnginePoolOptions) {
-    this.pool = new Piscina({
-      filename: new URL("./worker.ts", import.meta.url).href,
-      minThreads: opts.workers,
-      maxThreads: opts.workers,
-      concurrentTasksPerWorker: opts.maxRequestsPerWorker,
-      // Requests beyond the per-worker limit wait here rather than fail.
-      maxQueue: Number.POSITIVE_INFINITY,
-      idleTimeout: Number.POSITIVE_INFINITY,
-      // A worker's engine keeps stepping between tasks (e.g. dropping an aborted request's row);
-      // piscina's default Atomics.wait would freeze its event loop whenever no task is open.
-      atomics: "disabled",
-    });
+    if (!Number.isInteger(opts.workers) || opts.workers < 1)
+      throw new RangeError(`workers must be a positive integer, got ${opts.workers}`);
+    this.slots = Array.from({ length: opts.workers }, () => ({
+      pool: new Piscina({
+        filename: new URL("./worker.ts", import.meta.url).href,
+        minThreads: 1,
+        maxThreads: 1,
+        concurrentTasksPerWorker: opts.maxRequestsPerWorker,
+        // Requests beyond the per-worker limit wait here rather than fail.
+        maxQueue: Number.POSITIVE_INFINITY,
+        idleTimeout: Number.POSITIVE_INFINITY,
+        // A worker's engine keeps stepping between tasks (e.g. dropping an aborted request's row);
+        // piscina's default Atomics.wait would freeze its event loop whenever no task is open.
+        atomics: "disabled",
+      }),
+      models: 0,
+    }));
+  }
+
+  /**
+   * The slot serving a model, chosen on its first request and fixed from then on. A model's
+   * batches and prefix cache live in one EngineCore, so spreading its requests over workers would
+   * split batches, miss cached prefixes and load the model once per worker. A new model goes to the
+   * worker owning the fewest models (ties to the lowest index): model sizes and traffic are not
+   * known up front, and the count keeps memory and work spread without them. The price: one busy
+   * model uses one worker, and workers beyond the number of models stay idle.
+   */
+  private slotFor(config: EngineCoreConfig): WorkerSlot {
+    const key = JSON.stringify(config);
+    let index = this.owners.get(key);
+    if (index === undefined) {
+      index = 0;
+      for (let i = 1; i < this.slots.length; i++)
+        if (this.slots[i]!.models < this.slots[index]!.models) index = i;
+      this.owners.set(key, index);
+      this.slots[index]!.models++;
+    }
+    return this.slots[index]!;
+  }
+
+  /** Index of the worker that owns a model, or undefined before its first request. */
+  workerOf(config: EngineCoreConfig): number | undefined {
+    return this.owners.get(JSON.stringify(config));
   }
 
   /** Streams a request's events; always ends with a `done` or an `error` event. */
@@ -59,7 +99,8 @@ export class EnginePool {
     // The worker closes its port after its last event; messages sent before a close arrive before
     // the 'close' event, so once the task resolved and the port closed, nothing more can come.
     const portClosed = new Promise<void>((r) => port1.once("close", () => r()));
-    this.pool.run(task, { transferList: [port2] }).then(
+    const { pool } = this.slotFor(config);
+    pool.run(task, { transferList: [port2] }).then(
       async () => {
         await portClosed;
         if (signal?.aborted) {
@@ -92,21 +133,41 @@ export class EnginePool {
     }
   }
 
-  /** Per-engine statistics from one worker (queue depth, running sequences, KV use). */
-  stats(): Promise<Record<string, unknown>> {
-    return this.pool.run({ kind: "stats" } satisfies WorkerTask);
+  /**
+   * Per-engine statistics merged over every worker, keyed by the JSON of the engine's config; each
+   * entry also names the worker holding it (`worker`). A worker that dies while answering has lost
+   * its engines with its thread, so it contributes none.
+   */
+  async stats(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    (await this.workerStats()).forEach((engines, worker) => {
+      for (const [key, s] of Object.entries(engines)) out[key] = { ...(s as object), worker };
+    });
+    return out;
   }
 
-  /** Test hook: makes one worker die. */
-  crashOneWorker(): Promise<unknown> {
-    return this.pool.run({ kind: "crash" } satisfies WorkerTask);
+  /** Per-engine statistics of each worker, by worker index (the engines loaded in that thread). */
+  async workerStats(): Promise<Record<string, unknown>[]> {
+    const answers = await Promise.allSettled(
+      this.slots.map(
+        (s) => s.pool.run({ kind: "stats" } satisfies WorkerTask) as Promise<Record<string, unknown>>,
+      ),
+    );
+    return answers.map((a) => (a.status === "fulfilled" ? a.value : {}));
+  }
+
+  /** Test hook: makes one worker die (worker 0 unless told which). */
+  crashOneWorker(worker = 0): Promise<unknown> {
+    const slot = this.slots[worker];
+    if (!slot) return Promise.reject(new RangeError(`no worker ${worker}`));
+    return slot.pool.run({ kind: "crash" } satisfies WorkerTask);
   }
 
   get threads(): number {
-    return this.pool.threads.length;
+    return this.slots.reduce((n, s) => n + s.pool.threads.length, 0);
   }
 
-  close(): Promise<void> {
-    return this.pool.destroy();
+  async close(): Promise<void> {
+    await Promise.all(this.slots.map((s) => s.pool.destroy()));
   }
 }

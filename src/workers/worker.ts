@@ -90,8 +90,12 @@ export default async function run(task: WorkerTask): Promise<unknown> {
     case "generate":
       return generate(task);
     case "stats": {
+      // Engines still loading are awaited; one that failed to load has nothing to report.
       const out: Record<string, unknown> = {};
-      for (const [key, engine] of engines) out[key] = (await engine).stats();
+      for (const [key, engine] of engines) {
+        const loaded = await engine.catch(() => undefined);
+        if (loaded) out[key] = loaded.stats();
+      }
       return out;
     }
     case "crash":
