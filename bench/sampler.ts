@@ -20,7 +20,7 @@
 import { parseArgs } from "node:util";
 import { BatchRunner } from "../src/core/runner/batch-runner.ts";
 import { KvSlots } from "../src/core/runner/kv-slots.ts";
-import { loadDecoderConfig } from "../src/core/runner/model-config.ts";
+import { loadDecoderConfig } from "../src/core/model/model-config.ts";
 import { createDecoderSession } from "../src/core/runner/ort-session.ts";
 import { addon, useNative } from "../src/core/sample/native.ts";
 import { NEUTRAL_SAMPLING, type SamplingParams } from "../src/core/sample/params.ts";

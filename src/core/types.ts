@@ -4,33 +4,10 @@
  * a validated HTTP request and turns EngineEvents into responses or stream chunks.
  */
 
-export interface RepetitionDetection {
-  minPatternSize: number;
-  maxPatternSize: number;
-  minCount: number;
-}
+import type { RequestSampling } from "./sample/params.ts";
+import type { RepetitionDetection } from "./sample/repetition.ts";
 
-export interface EngineSampling {
-  /** < 1e-5 means greedy. */
-  temperature: number;
-  topP: number;
-  /** 0 or -1: off. */
-  topK: number;
-  minP: number;
-  repetitionPenalty: number;
-  frequencyPenalty: number;
-  presencePenalty: number;
-  /** Token id → bias, already clamped to ±100. */
-  logitBias?: [number, number][];
-  allowedTokenIds?: number[];
-  /** Words to ban; tokenized in the worker (with and without a leading space). */
-  badWords?: string[];
-  minTokens: number;
-  ignoreEos: boolean;
-  stopTokenIds: number[];
-  /** Choice i uses seed + i. Absent: a random seed per choice. */
-  seed?: bigint;
-}
+export type { RepetitionDetection, RequestSampling };
 
 export interface EngineRequest {
   requestId: string;
@@ -43,7 +20,7 @@ export interface EngineRequest {
   /** The request field maxTokens came from, for error messages. */
   maxTokensField?: "max_tokens" | "max_completion_tokens";
   n: number;
-  sampling: EngineSampling;
+  sampling: RequestSampling;
   stop: string[];
   includeStopStrInOutput: boolean;
   skipSpecialTokens: boolean;
@@ -52,6 +29,8 @@ export interface EngineRequest {
   logprobs?: number;
   /** Number of top alternatives per prompt token; undefined = none. */
   promptLogprobs?: number;
+  /** Also return the raw logits of every prompt position (rows × vocab) with the prompt event. */
+  promptLogits?: boolean;
   returnTokensAsTokenIds: boolean;
   useBeamSearch: boolean;
   lengthPenalty: number;
@@ -83,6 +62,8 @@ export type EngineEvent =
       cachedTokens: number;
       /** Aligned with the prompt; the first entry is null. */
       promptLogprobs?: (PromptTokenLogprob | null)[];
+      /** With `promptLogits`: row i holds the logits after prompt token i (rows × vocab). */
+      promptLogits?: Float32Array;
     }
   | { type: "delta"; choice: number; tokenIds: number[]; text: string; logprobs?: TokenLogprob[] }
   | {

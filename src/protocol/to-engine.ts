@@ -1,28 +1,21 @@
 /**
- * A parsed request → the engine's request: sampling defaults (request, then the model's
- * generation_config, then vLLM's 1/1/0/0/1), vLLM's greedy rules, and every check that needs the
- * model (token ids against the vocabulary, logprob counts against the server's limit).
+ * A parsed request → the engine's request: the wire fields mapped onto the engine's names, the
+ * checks that need the model (token ids against the vocabulary, logprob counts against the
+ * server's limit); defaults and vLLM's greedy rules are the engine's own (core/request-defaults.ts).
  */
 
-import type { EngineRequest, EngineSampling } from "../core/types.ts";
+import type { GenerationDefaults } from "../core/model/model-config.ts";
+import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
+import { RequestError } from "../core/request-error.ts";
+import { checkTokenIds } from "../core/token-ids.ts";
+import type { EngineRequest } from "../core/types.ts";
 import { invalidRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 
-/** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
-const SAMPLING_EPS = 1e-5;
-/** Non-zero temperatures are raised to at least this (vLLM's _MAX_TEMP), so only 0 is greedy. */
-const MIN_TEMPERATURE = 1e-2;
+export type { GenerationDefaults };
+
 /** vLLM's default --max-logprobs. */
 export const DEFAULT_MAX_LOGPROBS = 20;
-
-/** Sampling defaults from the model's generation_config.json (absent keys fall back to vLLM's). */
-export interface GenerationDefaults {
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  min_p?: number;
-  repetition_penalty?: number;
-}
 
 export interface ToEngineOptions {
   /** The id the engine and the response use (X-Request-Id header or the body's request_id). */
@@ -36,17 +29,21 @@ export interface ToEngineOptions {
 }
 
 export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOptions): EngineRequest {
-  const vocab = opts.vocabSize;
-  const gen = opts.generationDefaults ?? {};
-  const logprobLimit = opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS;
+  try {
+    return completeRequest(
+      opts.requestId,
+      opts.prompt,
+      toGenerateParams(req, opts.vocabSize, opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS),
+      opts.generationDefaults,
+    );
+  } catch (err) {
+    if (err instanceof RequestError) throw invalidRequest(err.message, err.param ?? null);
+    throw err;
+  }
+}
 
-  let temperature = req.temperature ?? gen.temperature ?? 1.0;
-  if (temperature > 0 && temperature < MIN_TEMPERATURE) temperature = MIN_TEMPERATURE;
-  const greedy = temperature < SAMPLING_EPS;
-  // Beam search has its own parameters in vLLM, so the greedy n check does not apply to it.
-  if (greedy && req.n > 1 && !req.use_beam_search)
-    throw invalidRequest(`n must be 1 when using greedy sampling, got ${req.n}.`, "n");
-
+/** The request's fields under the engine's names; absent fields stay absent for the defaults. */
+function toGenerateParams(req: ChatCompletionRequest, vocab: number, logprobLimit: number): GenerateParams {
   checkTokenIds(
     "logit_bias",
     req.logit_bias?.map(([id]) => id),
@@ -55,30 +52,25 @@ export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOption
   checkTokenIds("allowed_token_ids", req.allowed_token_ids, vocab);
   checkTokenIds("stop_token_ids", req.stop_token_ids, vocab);
 
-  const sampling: EngineSampling = {
-    temperature,
-    // Greedy ignores the filters (vLLM resets them).
-    topP: greedy ? 1 : (req.top_p ?? gen.top_p ?? 1.0),
-    topK: greedy ? 0 : (req.top_k ?? gen.top_k ?? 0),
-    minP: greedy ? 0 : (req.min_p ?? gen.min_p ?? 0),
-    repetitionPenalty: req.repetition_penalty ?? gen.repetition_penalty ?? 1.0,
-    frequencyPenalty: req.frequency_penalty,
-    presencePenalty: req.presence_penalty,
-    minTokens: req.min_tokens,
-    ignoreEos: req.ignore_eos,
-    stopTokenIds: req.stop_token_ids,
-  };
-  if (req.logit_bias?.length) sampling.logitBias = req.logit_bias;
-  if (req.allowed_token_ids) sampling.allowedTokenIds = req.allowed_token_ids;
-  if (req.bad_words.length) sampling.badWords = req.bad_words;
-  // seed -1 means "no seed" (vLLM).
-  if (req.seed !== undefined && req.seed !== -1n) sampling.seed = req.seed;
-
-  const engine: EngineRequest = {
-    requestId: opts.requestId,
-    prompt: opts.prompt,
+  const params: GenerateParams = {
     n: req.n,
-    sampling,
+    sampling: {
+      temperature: req.temperature,
+      topP: req.top_p,
+      topK: req.top_k,
+      minP: req.min_p,
+      repetitionPenalty: req.repetition_penalty,
+      frequencyPenalty: req.frequency_penalty,
+      presencePenalty: req.presence_penalty,
+      minTokens: req.min_tokens,
+      ignoreEos: req.ignore_eos,
+      stopTokenIds: req.stop_token_ids,
+      logitBias: req.logit_bias,
+      allowedTokenIds: req.allowed_token_ids,
+      badWords: req.bad_words,
+      // seed -1 means "no seed" (vLLM).
+      seed: req.seed === -1n ? undefined : req.seed,
+    },
     stop: req.stop,
     includeStopStrInOutput: req.include_stop_str_in_output,
     skipSpecialTokens: req.skip_special_tokens,
@@ -87,42 +79,27 @@ export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOption
     useBeamSearch: req.use_beam_search,
     lengthPenalty: req.length_penalty,
     priority: req.priority,
+    truncatePromptTokens: req.truncate_prompt_tokens,
+    cacheSalt: req.cache_salt,
   };
   const maxTokens = req.max_completion_tokens ?? req.max_tokens;
   if (maxTokens !== undefined) {
-    engine.maxTokens = maxTokens;
-    engine.maxTokensField = req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+    params.maxTokens = maxTokens;
+    params.maxTokensField = req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
   }
-  if (req.truncate_prompt_tokens !== undefined) engine.truncatePromptTokens = req.truncate_prompt_tokens;
   if (req.logprobs)
-    engine.logprobs = logprobCount("top_logprobs", "sample", req.top_logprobs, vocab, logprobLimit);
+    params.logprobs = logprobCount("top_logprobs", "sample", req.top_logprobs, vocab, logprobLimit);
   if (req.prompt_logprobs !== undefined)
-    engine.promptLogprobs = logprobCount(
-      "prompt_logprobs",
-      "prompt",
-      req.prompt_logprobs,
-      vocab,
-      logprobLimit,
-    );
+    params.promptLogprobs = logprobCount("prompt_logprobs", "prompt", req.prompt_logprobs, vocab, logprobLimit);
   const rd = req.repetition_detection;
   // max_pattern_size 0 disables detection; min_pattern_size 0 means 1 (vLLM).
   if (rd && rd.max_pattern_size > 0)
-    engine.repetitionDetection = {
+    params.repetitionDetection = {
       minPatternSize: Math.max(rd.min_pattern_size, 1),
       maxPatternSize: rd.max_pattern_size,
       minCount: rd.min_count,
     };
-  if (req.cache_salt !== undefined) engine.cacheSalt = req.cache_salt;
-  return engine;
-}
-
-function checkTokenIds(param: string, ids: readonly number[] | undefined, vocab: number): void {
-  const bad = ids?.filter((id) => id < 0 || id >= vocab) ?? [];
-  if (bad.length)
-    throw invalidRequest(
-      `token_id(s) [${bad.join(", ")}] in ${param} contain out-of-vocab token ids. Vocabulary size: ${vocab}`,
-      param,
-    );
+  return params;
 }
 
 /** -1 asks for the whole vocabulary; the count may not exceed the server's limit (vLLM). */

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { buildStepFeeds, logitsToKeepFeed } from "../../src/core/runner/feeds.ts";
 import { argmax } from "../../src/core/runner/greedy.ts";
 import { KvCache, pastNames, presentNames } from "../../src/core/runner/kv-cache.ts";
-import { parseDecoderConfig } from "../../src/core/runner/model-config.ts";
+import { parseDecoderConfig } from "../../src/core/model/model-config.ts";
 
 describe("argmax", () => {
   it("returns the first maximum and ignores NaN", () => {

@@ -5,12 +5,13 @@
  * beyond the byte budget.
  */
 import { createHash } from "node:crypto";
+import type { KvBlock } from "../runner/kv-rows.ts";
 
 export const PREFIX_BLOCK = 16;
 
 export class PrefixCache {
   readonly budgetBytes: number;
-  private readonly blocks = new Map<string, Float32Array>();
+  private readonly blocks = new Map<string, KvBlock>();
   private bytes = 0;
 
   constructor(budgetBytes: number) {
@@ -36,8 +37,8 @@ export class PrefixCache {
   }
 
   /** The cached blocks that start the prompt, in order (refreshing their recency). */
-  lookup(keys: readonly string[]): Float32Array[] {
-    const hit: Float32Array[] = [];
+  lookup(keys: readonly string[]): KvBlock[] {
+    const hit: KvBlock[] = [];
     for (const key of keys) {
       const data = this.blocks.get(key);
       if (!data) break;
@@ -52,14 +53,14 @@ export class PrefixCache {
     return this.blocks.has(key);
   }
 
-  insert(key: string, data: Float32Array): void {
-    if (this.blocks.has(key) || data.byteLength > this.budgetBytes) return;
-    this.blocks.set(key, data);
-    this.bytes += data.byteLength;
+  insert(key: string, block: KvBlock): void {
+    if (this.blocks.has(key) || block.bytes > this.budgetBytes) return;
+    this.blocks.set(key, block);
+    this.bytes += block.bytes;
     for (const [oldest, value] of this.blocks) {
       if (this.bytes <= this.budgetBytes) break;
       this.blocks.delete(oldest);
-      this.bytes -= value.byteLength;
+      this.bytes -= value.bytes;
     }
   }
 }

@@ -3,6 +3,7 @@
  * each, every row at its own length), or one prefill chunk for a single row.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
+import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
 
 export interface ForwardResult {
@@ -26,7 +27,16 @@ function maskRows(validLengths: readonly number[], width: number): Tensor {
   return new Tensor("int64", data, [validLengths.length, width]);
 }
 
-export class BatchRunner {
+/** The execute stage as the engine sees it: forward passes over KV rows. */
+export interface ModelRunner {
+  readonly kv: KvRows;
+  /** One token for each of rows [0, tokens.length); row r holds `lengths[r]` positions. */
+  decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult>;
+  /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
+  prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
+}
+
+export class BatchRunner implements ModelRunner {
   readonly session: InferenceSession;
   readonly kv: KvSlots;
 

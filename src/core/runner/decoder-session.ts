@@ -5,7 +5,7 @@
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { buildStepFeeds, LOGITS_TO_KEEP, logitsToKeepFeed } from "./feeds.ts";
 import { KvCache, pastName, pastNames, presentNames } from "./kv-cache.ts";
-import { type DecoderConfig, loadDecoderConfig } from "./model-config.ts";
+import { type DecoderConfig, loadDecoderConfig } from "../model/model-config.ts";
 import { createDecoderSession, type ModelFormat } from "./ort-session.ts";
 
 export interface DecoderSessionOptions {

@@ -10,6 +10,20 @@
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
  */
 import { Tensor } from "onnxruntime-node";
+import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
+
+/** A saved block in host memory: layer-major positions of one row. */
+class HostKvBlock implements KvBlock {
+  readonly data: Float32Array;
+  readonly length: number;
+  constructor(data: Float32Array, length: number) {
+    this.data = data;
+    this.length = length;
+  }
+  get bytes(): number {
+    return this.data.byteLength;
+  }
+}
 
 /** Positions are added in steps of this many: small, because every run copies the whole fetched cache. */
 const GROWTH_STEP = 64;
@@ -22,7 +36,7 @@ export interface KvShape {
   headDim: number;
 }
 
-export class KvSlots {
+export class KvSlots implements KvRows {
   readonly shape: KvShape;
   /** Most rows the cache may grow to (the engine's max_num_seqs). */
   readonly maxRows: number;
@@ -113,8 +127,24 @@ export class KvSlots {
       }
   }
 
-  /** Reads positions [start, start+length) of a row, layer-major, for the prefix cache. */
-  readPositions(row: number, start: number, length: number): Float32Array {
+  moveRows(moves: readonly RowMove[]): void {
+    const saved = moves.map((m) => (m.from === m.to ? undefined : this.readPositions(m.from, 0, m.length)));
+    moves.forEach((m, i) => {
+      if (saved[i]) this.writePositions(m.to, 0, m.length, saved[i]!);
+    });
+  }
+
+  saveBlock(row: number, start: number, length: number): KvBlock {
+    return new HostKvBlock(this.readPositions(row, start, length), length);
+  }
+
+  loadBlock(block: KvBlock, row: number, start: number): void {
+    if (!(block instanceof HostKvBlock)) throw new Error("KV block from another cache");
+    this.writePositions(row, start, block.length, block.data);
+  }
+
+  /** Reads positions [start, start+length) of a row, layer-major. */
+  private readPositions(row: number, start: number, length: number): Float32Array {
     const { kvHeads, headDim } = this.shape;
     const out = new Float32Array(this.buffers.length * kvHeads * length * headDim);
     const span = this.positions * headDim;
@@ -129,7 +159,7 @@ export class KvSlots {
   }
 
   /** Inverse of readPositions. */
-  writePositions(row: number, start: number, length: number, data: Float32Array): void {
+  private writePositions(row: number, start: number, length: number, data: Float32Array): void {
     this.ensureRows(row + 1);
     this.ensurePositions(start + length);
     const { kvHeads, headDim } = this.shape;

@@ -3,10 +3,8 @@
  * optional inputs it accepts.
  */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { InferenceSession } from "onnxruntime-node";
-
-export type ModelFormat = "q4" | "fp32";
+import { type ModelFormat, weightPath } from "../model/model-files.ts";
 
 export interface SessionThreads {
   intraOpThreads?: number;
@@ -20,16 +18,12 @@ export interface SessionThreads {
  */
 export const DEFAULT_INTRA_OP_THREADS = 2;
 
-export function modelFile(modelDir: string, format: ModelFormat): string {
-  return join(modelDir, "onnx", format === "q4" ? "model_q4.onnx" : "model.onnx");
-}
-
 export async function createDecoderSession(
   modelDir: string,
   format: ModelFormat,
   threads: SessionThreads = {},
 ): Promise<InferenceSession> {
-  const path = modelFile(modelDir, format);
+  const path = weightPath(modelDir, format);
   if (!existsSync(path)) throw new Error(`model file not found: ${path}`);
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
   return InferenceSession.create(path, {
@@ -39,4 +33,42 @@ export async function createDecoderSession(
     intraOpNumThreads: threads.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS,
     interOpNumThreads: threads.interOpThreads ?? 1,
   });
+}
+
+/** Names of the decoder-with-past cache inputs and outputs (Optimum / transformers.js contract). */
+export function pastName(layer: number, kind: "key" | "value"): string {
+  return `past_key_values.${layer}.${kind}`;
+}
+
+export function presentName(layer: number, kind: "key" | "value"): string {
+  return `present.${layer}.${kind}`;
+}
+
+/**
+ * Throws unless the session follows the contract the batch runner feeds: input_ids,
+ * attention_mask, position_ids, num_logits_to_keep and a float32 past per layer in; logits and a
+ * present per layer out.
+ */
+export function checkDecoderContract(session: InferenceSession, numLayers: number): void {
+  const inputs = new Set(session.inputNames);
+  const outputs = new Set(session.outputNames);
+  const layers = Array.from({ length: numLayers }, (_, l) => l);
+  const kinds = ["key", "value"] as const;
+  const wantIn = [
+    "input_ids",
+    "attention_mask",
+    "position_ids",
+    "num_logits_to_keep",
+    ...layers.flatMap((l) => kinds.map((k) => pastName(l, k))),
+  ];
+  const wantOut = ["logits", ...layers.flatMap((l) => kinds.map((k) => presentName(l, k)))];
+  const missingIn = wantIn.filter((n) => !inputs.has(n));
+  const missingOut = wantOut.filter((n) => !outputs.has(n));
+  if (missingIn.length || missingOut.length)
+    throw new Error(
+      `model does not follow the decoder-with-past contract; missing inputs [${missingIn.join(", ")}]` +
+        ` outputs [${missingOut.join(", ")}]`,
+    );
+  const past = session.inputMetadata?.find((m) => m.name === pastName(0, "key"));
+  if (past?.isTensor && past.type !== "float32") throw new Error(`KV cache must be float32, got ${past.type}`);
 }

@@ -2,6 +2,7 @@
  * What the sampler needs to know about one sequence, already validated by the
  * protocol layer, and what it returns per step.
  */
+import type { GenerationDefaults } from "../model/model-config.ts";
 import type { Seed } from "./ops/rng.ts";
 
 export interface SamplingParams {
@@ -78,6 +79,58 @@ export const MIN_TEMPERATURE = 1e-2;
 /** The temperature the sampler actually uses. */
 export function effectiveTemperature(temperature: number): number {
   return temperature > 0 && temperature < MIN_TEMPERATURE ? MIN_TEMPERATURE : temperature;
+}
+
+/** vLLM's greedy cut-off, on the effective temperature: only 0 is greedy. */
+export function isGreedy(temperature: number): boolean {
+  return effectiveTemperature(temperature) < SAMPLING_EPS;
+}
+
+/**
+ * A request's sampling parameters as they cross the worker boundary (structured-clone data): the
+ * sampler's own parameters less what the engine derives per sequence (EOS ids, the tokenized bad
+ * words, the per-choice seed, the logprob count, which is a request field).
+ */
+export type RequestSampling = Omit<
+  SamplingParams,
+  "logitBias" | "badWordsTokenIds" | "eosTokenIds" | "seed" | "logprobs"
+> & {
+  /** Token id → bias, already clamped to ±100. */
+  logitBias?: [number, number][];
+  /** Words to ban; tokenized in the worker (with and without a leading space). */
+  badWords?: string[];
+  /** Choice i uses seed + i. Absent: a random seed per choice. */
+  seed?: bigint;
+};
+
+/**
+ * Fills a request's sampling parameters: the request's value, else the model's
+ * generation_config, else vLLM's neutral default. Greedy requests drop the truncation
+ * filters (vLLM resets them), and temperatures in (0, 0.01) are raised to 0.01.
+ */
+export function resolveSampling(
+  given: Partial<RequestSampling>,
+  defaults: GenerationDefaults = {},
+): RequestSampling {
+  const temperature = effectiveTemperature(given.temperature ?? defaults.temperature ?? 1.0);
+  const greedy = isGreedy(temperature);
+  const out: RequestSampling = {
+    temperature,
+    topP: greedy ? 1 : (given.topP ?? defaults.top_p ?? 1.0),
+    topK: greedy ? 0 : (given.topK ?? defaults.top_k ?? 0),
+    minP: greedy ? 0 : (given.minP ?? defaults.min_p ?? 0),
+    repetitionPenalty: given.repetitionPenalty ?? defaults.repetition_penalty ?? 1.0,
+    frequencyPenalty: given.frequencyPenalty ?? 0,
+    presencePenalty: given.presencePenalty ?? 0,
+    minTokens: given.minTokens ?? 0,
+    ignoreEos: given.ignoreEos ?? false,
+    stopTokenIds: given.stopTokenIds ?? [],
+  };
+  if (given.logitBias?.length) out.logitBias = given.logitBias;
+  if (given.allowedTokenIds) out.allowedTokenIds = given.allowedTokenIds;
+  if (given.badWords?.length) out.badWords = given.badWords;
+  if (given.seed !== undefined) out.seed = given.seed;
+  return out;
 }
 
 /** Throws a RangeError naming the first parameter outside its range; the protocol layer should have caught it. */

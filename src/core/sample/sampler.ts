@@ -29,17 +29,18 @@
  * processing is a single argmax pass over the caller's row.
  */
 
+import { outOfVocab } from "../token-ids.ts";
 import { banBadWords } from "./ops/bad-words.ts";
 import { type Candidates, draw, drawDense, topP, truncate } from "./ops/candidates.ts";
-import { logSumExp, rankOf, toLogprob } from "./ops/logprobs.ts";
+import { logSumExp, rankOf, toLogprob, topLogprobs } from "./ops/logprobs.ts";
 import { addLogitBias, applyBitmask, banTokens, copyAllowed } from "./ops/masks.ts";
 import { applyPenalties, type Penalties, type PromptTokens, promptTokens } from "./ops/penalties.ts";
 import { randomSeed, Xoshiro128 } from "./ops/rng.ts";
-import { argmax, topN } from "./ops/select.ts";
+import { argmax } from "./ops/select.ts";
 import {
   checkSamplingParams,
   effectiveTemperature,
-  SAMPLING_EPS,
+  isGreedy,
   type SampledToken,
   type SamplingParams,
   type TokenLogprob,
@@ -85,7 +86,7 @@ export class SequenceSampler {
     this.#rng = new Xoshiro128(params.seed ?? randomSeed());
 
     this.#temperature = effectiveTemperature(params.temperature);
-    this.#greedy = this.#temperature < SAMPLING_EPS;
+    this.#greedy = isGreedy(params.temperature);
     // Greedy ignores the truncation filters (vLLM resets them); top_k >= vocab keeps everything.
     this.#minP = this.#greedy ? 0 : params.minP;
     this.#topK = this.#greedy || params.topK <= 0 || params.topK >= vocabSize ? 0 : params.topK;
@@ -96,9 +97,8 @@ export class SequenceSampler {
     this.#topValues = new Float64Array(this.#logprobs ?? 0);
 
     const inVocab = (what: string, id: number) => {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      if (outOfVocab([id], vocabSize).length)
         throw new RangeError(`${what} token id ${id} is outside the vocabulary [0, ${vocabSize})`);
-      }
       return id;
     };
     this.#allowed = params.allowedTokenIds
@@ -202,9 +202,8 @@ export class SequenceSampler {
   #withLogprobs(tokenId: number, raw: Float32Array, lse: number): SampledToken {
     const ids = this.#topIds;
     const values = this.#topValues;
-    const n = topN(raw, this.vocabSize, ids.length, ids, values);
-    const topLogprobs: TokenLogprob[] = new Array(n);
-    for (let j = 0; j < n; j++) topLogprobs[j] = { tokenId: ids[j], logprob: toLogprob(values[j], lse) };
+    const top: TokenLogprob[] = topLogprobs(raw, lse, ids, values);
+    const n = top.length;
     // Above the last listed value, everything ranked at or before the token is in the list.
     const value = raw[tokenId];
     let rank: number;
@@ -212,7 +211,7 @@ export class SequenceSampler {
       rank = 0;
       while (rank < n && values[rank] >= value) rank++;
     } else rank = rankOf(raw, tokenId);
-    return { tokenId, logprob: toLogprob(value, lse), rank, topLogprobs };
+    return { tokenId, logprob: toLogprob(value, lse), rank, topLogprobs: top };
   }
 }
 

@@ -8,8 +8,7 @@
 
 import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import { type BeamCandidate, BeamSearch } from "../sample/beam-search.ts";
-import { logSumExp, toLogprob } from "../sample/ops/logprobs.ts";
-import { topN } from "../sample/ops/select.ts";
+import { logSumExp, topLogprobs } from "../sample/ops/logprobs.ts";
 import type { EngineEvent } from "../types.ts";
 
 /** One live beam's place in the batch: what `EngineCore` treats as a decoding row. */
@@ -60,11 +59,7 @@ export class BeamGroup {
   }
 
   private candidates(logits: Float32Array): BeamCandidate[] {
-    const lse = logSumExp(logits);
-    const n = topN(logits, logits.length, this.search.candidatesPerBeam, this.ids, this.vals);
-    const out: BeamCandidate[] = [];
-    for (let i = 0; i < n; i++) out.push({ tokenId: this.ids[i]!, logprob: toLogprob(this.vals[i]!, lse) });
-    return out;
+    return topLogprobs(logits, logSumExp(logits), this.ids, this.vals);
   }
 
   /**

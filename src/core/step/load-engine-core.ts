@@ -1,20 +1,33 @@
-/** Builds a EngineCore from a converted model directory: ONNX session, config and tokenizer. */
-
+/** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
+import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
-import { loadDecoderConfig } from "../runner/model-config.ts";
-import { createDecoderSession } from "../runner/ort-session.ts";
+import { BatchRunner } from "../runner/batch-runner.ts";
+import { KvSlots } from "../runner/kv-slots.ts";
+import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
 
 export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCore> {
-  const model = await loadDecoderConfig(config.modelDir);
+  const model = readModelConfig(config.modelDir).decoder;
+  const tok = await loadTransformersTokenizer(config.modelDir);
+  // Loaded last, so a bad config or tokenizer cannot leak a session.
   const session = await createDecoderSession(config.modelDir, config.format, {
     intraOpThreads: config.intraOpThreads,
   });
-  const tok = await loadTransformersTokenizer(config.modelDir);
+  try {
+    checkDecoderContract(session, model.numLayers);
+  } catch (err) {
+    await session.release();
+    throw err;
+  }
   const maxModelLen = Math.min(config.maxModelLen, model.maxPositions);
-  return new EngineCore({ ...config, maxModelLen }, model, session, {
+  const kv = new KvSlots(
+    { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },
+    config.maxNumSeqs,
+    maxModelLen,
+  );
+  return new EngineCore({ ...config, maxModelLen }, model, new BatchRunner(session, kv), {
     encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
     tokenizer: fromTransformersTokenizer(tok),
   });

@@ -1,6 +1,7 @@
 /**
- * One generated choice: its KV row, its sampler, and the vLLM stop checks applied after each
- * sampled token (min_tokens → EOS → stop_token_ids → stop strings → length → repetition).
+ * One generated choice: its sampler, its output text, its optional token constraint, and the vLLM
+ * stop checks applied after each sampled token (min_tokens → EOS → stop_token_ids → stop strings →
+ * length → repetition). Its KV row is the scheduler's business.
  */
 
 import type { SequenceText } from "../output/sequence-text.ts";
@@ -9,6 +10,7 @@ import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { detectRepetition, type RepetitionDetection } from "../sample/repetition.ts";
 import type { SequenceSampler } from "../sample/sampler.ts";
+import type { TokenConstraint } from "./constrain.ts";
 import type { EngineEvent, FinishReason, TokenLogprob } from "../types.ts";
 
 export interface SequenceLimits {
@@ -25,6 +27,8 @@ export interface SequenceLimits {
 export class Sequence {
   readonly choice: number;
   readonly sampler: SequenceSampler;
+  /** Limits the tokens this sequence may sample (structured outputs); none today. */
+  readonly constraint?: TokenConstraint;
   readonly outputIds: number[] = [];
   /** Positions held in the KV cache. */
   length: number;
@@ -42,7 +46,9 @@ export class Sequence {
     tokenizer: TokenizerLike,
     limits: SequenceLimits,
     length: number,
+    constraint?: TokenConstraint,
   ) {
+    this.constraint = constraint;
     this.choice = choice;
     this.sampler = sampler;
     this.text = text;
@@ -68,10 +74,15 @@ export class Sequence {
     };
   }
 
-  /** Samples from one logits row, applies the stop checks and returns the events to emit. */
-  accept(logits: Float32Array): EngineEvent[] {
-    const sampled = this.sampler.sample(logits, this.outputIds);
+  /** The sample stage for this sequence: its next token from one logits row (and its allowed-token mask). */
+  sample(logits: Float32Array, mask?: Uint32Array): SampledToken {
+    return this.sampler.sample(logits, this.outputIds, mask);
+  }
+
+  /** The update stage: appends a sampled token, applies the stop checks and returns the events to emit. */
+  append(sampled: SampledToken): EngineEvent[] {
     const id = sampled.tokenId;
+    this.constraint?.accept(id);
     this.outputIds.push(id);
     this.lastToken = id;
     const n = this.outputIds.length;

@@ -8,10 +8,7 @@ export interface SpecialTokenIds {
   padId?: number;
 }
 
-/** The ONNX file name transformers.js looks for under onnx/ for each dtype. */
-export function onnxFileName(format: WeightFormat): string {
-  return format === "q4" ? "model_q4.onnx" : "model.onnx";
-}
+export { onnxFileName } from "../../core/model/model-files.ts";
 
 export function buildModelConfig(
   hp: Hyperparameters,

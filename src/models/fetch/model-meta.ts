@@ -25,9 +25,9 @@ export interface WheelSource {
   license: string;
 }
 
-/** Converted ONNX flavours: q4 → onnx/model_q4.onnx, fp32 → onnx/model.onnx. */
-export type ModelFormat = "q4" | "fp32";
-export const MODEL_FORMATS: readonly ModelFormat[] = ["q4", "fp32"];
+import type { ModelFormat } from "../../core/model/model-files.ts";
+
+export { MODEL_FORMATS, type ModelFormat } from "../../core/model/model-files.ts";
 
 export interface ModelMeta {
   id: string;

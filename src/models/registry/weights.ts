@@ -1,13 +1,9 @@
 /** Which converted weights a model-layout directory holds. */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { ModelFormat } from "../fetch/model-meta.ts";
+import { type ModelFormat, weightFile } from "../../core/model/model-files.ts";
 
-const WEIGHT_FILES: Record<ModelFormat, string> = { q4: "onnx/model_q4.onnx", fp32: "onnx/model.onnx" };
-
-export function weightFile(format: ModelFormat): string {
-  return WEIGHT_FILES[format];
-}
+export { weightFile };
 
 function isFile(path: string): boolean {
   try {
@@ -20,7 +16,7 @@ function isFile(path: string): boolean {
 /** Formats whose ONNX file exists in dir, q4 first; empty without config.json (nothing loadable). */
 export function availableFormats(dir: string): ModelFormat[] {
   if (!isFile(join(dir, "config.json"))) return [];
-  return (["q4", "fp32"] as const).filter((f) => isFile(join(dir, WEIGHT_FILES[f])));
+  return (["q4", "fp32"] as const).filter((f) => isFile(join(dir, weightFile(f))));
 }
 
 /** The preferred format when present, else whatever is there. */

@@ -6,7 +6,7 @@
  */
 import { native } from "../native.ts";
 import { expNonPositive } from "./exp.ts";
-import { maxValue } from "./select.ts";
+import { maxValue, topN } from "./select.ts";
 
 export const LOGPROB_FLOOR = -9999.0;
 
@@ -57,4 +57,21 @@ export function rankOf(row: Float32Array, tokenId: number, length = row.length):
   }
   for (; i < length; i++) if (row[i] >= v) c0++;
   return c0 + c1 + c2 + c3;
+}
+
+/**
+ * The `ids.length` most likely tokens of a row as logprobs (most likely first, lower id first on
+ * ties), given the row's log-sum-exp; `ids`/`values` are caller-owned scratch of that length.
+ */
+export function topLogprobs(
+  row: Float32Array,
+  lse: number,
+  ids: Int32Array,
+  values: Float64Array,
+): { tokenId: number; logprob: number }[] {
+  if (ids.length === 0) return [];
+  const n = topN(row, row.length, ids.length, ids, values);
+  const out: { tokenId: number; logprob: number }[] = new Array(n);
+  for (let j = 0; j < n; j++) out[j] = { tokenId: ids[j]!, logprob: toLogprob(values[j]!, lse) };
+  return out;
 }

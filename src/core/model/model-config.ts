@@ -1,8 +1,9 @@
 /**
- * Reads the Hugging Face config files of a converted model directory into the
- * few numbers the runner needs to size KV tensors and stop generation.
+ * Reads the Hugging Face config files of a converted model directory (config.json and
+ * generation_config.json) once, strictly: the numbers the runner needs to size KV tensors and
+ * stop generation, and the sampling defaults requests fall back on.
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface DecoderConfig {
@@ -15,15 +16,31 @@ export interface DecoderConfig {
   maxPositions: number;
 }
 
+/** Sampling defaults from generation_config.json (absent keys fall back to vLLM's). */
+export interface GenerationDefaults {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+}
+
+export interface ModelConfig {
+  decoder: DecoderConfig;
+  generationDefaults: GenerationDefaults;
+}
+
 type Json = Record<string, unknown>;
 
-async function readJson(path: string): Promise<Json | undefined> {
+function readJson(path: string): Json | undefined {
+  let text: string;
   try {
-    return JSON.parse(await readFile(path, "utf8")) as Json;
+    text = readFileSync(path, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
+  return JSON.parse(text) as Json;
 }
 
 function requireInt(cfg: Json, key: string): number {
@@ -57,9 +74,21 @@ export function parseDecoderConfig(cfg: Json, gen: Json = {}): DecoderConfig {
   };
 }
 
-export async function loadDecoderConfig(modelDir: string): Promise<DecoderConfig> {
-  const cfg = await readJson(join(modelDir, "config.json"));
+export function parseGenerationDefaults(gen: Json): GenerationDefaults {
+  const num = (k: string) => (typeof gen[k] === "number" ? (gen[k] as number) : undefined);
+  return {
+    temperature: num("temperature"),
+    top_p: num("top_p"),
+    top_k: num("top_k"),
+    min_p: num("min_p"),
+    repetition_penalty: num("repetition_penalty"),
+  };
+}
+
+/** Throws when config.json is missing or lacks a required number; generation_config.json is optional. */
+export function readModelConfig(modelDir: string): ModelConfig {
+  const cfg = readJson(join(modelDir, "config.json"));
   if (!cfg) throw new Error(`${modelDir}: config.json not found`);
-  const gen = await readJson(join(modelDir, "generation_config.json"));
-  return parseDecoderConfig(cfg, gen);
+  const gen = readJson(join(modelDir, "generation_config.json")) ?? {};
+  return { decoder: parseDecoderConfig(cfg, gen), generationDefaults: parseGenerationDefaults(gen) };
 }

@@ -1,0 +1,32 @@
+/**
+ * What the engine sees of the KV cache: rows (one per sequence, addressed by index) and saved
+ * blocks it cannot look into. Where the tensors live (host Float32Arrays today, device memory
+ * under another execution provider) stays behind this interface.
+ */
+
+/** A saved run of positions of one row (for the prefix cache); opaque to the engine. */
+export interface KvBlock {
+  readonly bytes: number;
+}
+
+export interface RowMove {
+  from: number;
+  to: number;
+  /** Positions copied from the start of the row. */
+  length: number;
+}
+
+export interface KvRows {
+  /** Bytes held by the cache now. */
+  readonly bytes: number;
+  /** Bytes one cached token occupies across all layers. */
+  readonly bytesPerToken: number;
+  /** Copies the first `length` positions of row `from` into row `to` (forks, compaction). */
+  copyRow(from: number, to: number, length: number): void;
+  /** Several copies at once: every source is read before any destination is written (beam forks). */
+  moveRows(moves: readonly RowMove[]): void;
+  /** Saves positions [start, start + length) of a row. */
+  saveBlock(row: number, start: number, length: number): KvBlock;
+  /** Writes a saved block back at `start` of a row. */
+  loadBlock(block: KvBlock, row: number, start: number): void;
+}
