@@ -1,6 +1,6 @@
 /**
- * Single-stream prefill and greedy decode throughput: ortserve's runner on the
- * q4 and fp32 ONNX models versus llama.cpp on the source GGUF, same prompt ids,
+ * Single-stream prefill and greedy decode throughput: ortserve's engine (the one the server runs)
+ * on the q4 and fp32 ONNX models versus llama.cpp on the source GGUF, same prompt ids,
  * same number of generated tokens (EOS ignored), one engine loaded at a time.
  *
  *   node bench/decode.ts [--json] [--engines ort-q4,ort-fp32,llama.cpp] [--threads 1,2]
@@ -12,8 +12,8 @@ import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { modelFile } from "../src/core/runner/ort-session.ts";
-import { type ModelFormat, readModelMeta } from "../src/models/fetch/model-meta.ts";
+import { type ModelFormat, weightPath } from "../src/core/model/model-files.ts";
+import { readModelMeta } from "../src/models/fetch/model-meta.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
 import { runUndisturbed } from "./contention.ts";
 import type { BenchEngine } from "./engine.ts";
@@ -80,8 +80,8 @@ async function ensureFormat(format: ModelFormat): Promise<void> {
   ensured.add(format);
   const { DEFAULT_MODEL_ID, runSetup } = await import("../src/cli/commands/setup.ts");
   if (args.model === DEFAULT_MODEL_ID) await runSetup({ format, modelsDir: args["models-dir"], log });
-  else if (!existsSync(modelFile(modelDir, format)))
-    throw new Error(`${modelFile(modelDir, format)} missing`);
+  else if (!existsSync(weightPath(modelDir, format)))
+    throw new Error(`${weightPath(modelDir, format)} missing`);
 }
 
 async function open(name: EngineName, threads: number): Promise<BenchEngine> {

@@ -1,7 +1,13 @@
-/** ortserve's own runner (DecoderSession) as a benchmark engine. */
-import { DecoderSession } from "../src/core/runner/decoder-session.ts";
-import { argmax } from "../src/core/runner/greedy.ts";
-import type { ModelFormat } from "../src/core/runner/ort-session.ts";
+/**
+ * ortserve as a benchmark engine, through the in-process Engine: the worker pool, scheduler,
+ * runner and sampler the server runs. Prefill = the time to the first token of a request whose
+ * prompt is not in the prefix cache (prompt in one chunk); decode = the time between the first and
+ * the last token of a greedy request that ignores EOS.
+ */
+import { basename, dirname } from "node:path";
+import { readModelConfig } from "../src/core/model/model-config.ts";
+import type { ModelFormat } from "../src/core/model/model-files.ts";
+import { Engine } from "../src/engine/engine.ts";
 import type { BenchEngine, DecodeResult, PrefillResult } from "./engine.ts";
 import { nowSeconds } from "./stats.ts";
 
@@ -10,38 +16,42 @@ export async function openOrtEngine(
   format: ModelFormat,
   threads: number,
 ): Promise<BenchEngine> {
-  const session = await DecoderSession.load(modelDir, { format, intraOpThreads: threads });
-  const notes: Record<string, unknown> = {};
+  const { maxPositions } = readModelConfig(modelDir).decoder;
+  const engine = await Engine.open({
+    modelsDir: dirname(modelDir),
+    format,
+    workers: 1,
+    threads,
+    prefillChunk: maxPositions,
+    // Every run computes its prompt: a prefix-cache hit would time a copy, not a prefill.
+    prefixCacheBytes: 0,
+  });
+  const model = basename(modelDir);
+  const greedy = (prompt: readonly number[], maxTokens: number) => ({
+    model,
+    prompt: { tokenIds: [...prompt] },
+    params: { maxTokens, sampling: { temperature: 0, ignoreEos: true } },
+  });
   return {
     name: `ort-${format}`,
-    notes,
+    notes: {},
     async prefill(prompt): Promise<PrefillResult> {
-      const seq = session.newSequence();
-      try {
-        const t0 = nowSeconds();
-        await seq.forward(prompt);
-        const seconds = nowSeconds() - t0;
-        notes.trimsLogits = session.trimsLogits;
-        return { seconds };
-      } finally {
-        seq.dispose();
-      }
+      const t0 = nowSeconds();
+      await engine.generate(greedy(prompt, 1));
+      return { seconds: nowSeconds() - t0 };
     },
     async decode(prompt, n): Promise<DecodeResult> {
-      const seq = session.newSequence();
-      try {
-        let logits = await seq.forward(prompt);
-        const ids = [argmax(logits)];
-        const t0 = nowSeconds();
-        for (let i = 0; i < n; i++) {
-          logits = await seq.forward([ids[ids.length - 1]]);
-          ids.push(argmax(logits));
-        }
-        return { seconds: nowSeconds() - t0, ids };
-      } finally {
-        seq.dispose();
-      }
+      let first = 0;
+      let last = 0;
+      const out = await engine.generate(greedy(prompt, n + 1), {
+        onEvent: (e) => {
+          if (e.type !== "delta") return;
+          last = nowSeconds();
+          if (first === 0) first = last;
+        },
+      });
+      return { seconds: last - first, ids: out.choices[0]!.tokenIds };
     },
-    close: () => session.release(),
+    close: () => engine.close(),
   };
 }

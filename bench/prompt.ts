@@ -2,7 +2,7 @@
  * A fixed benchmark prompt of an exact token count, tokenized once with the
  * converted model's tokenizer so every engine sees the same ids.
  */
-import { loadTokenizer } from "../src/core/runner/tokenizer.ts";
+import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
 
 const PASSAGE =
   "The lighthouse keeper climbed the spiral stairs each evening, counting the steps as his father had " +
@@ -13,12 +13,13 @@ const PASSAGE =
   "great beam across the water. ";
 
 export async function benchPrompt(modelDir: string, tokens: number): Promise<number[]> {
-  const tok = await loadTokenizer(modelDir);
+  const tok = await loadTransformersTokenizer(modelDir);
+  const encode = (text: string) => tok.encode(text, { add_special_tokens: false });
   let text = PASSAGE;
-  let ids = tok.encode(text);
+  let ids = encode(text);
   while (ids.length < tokens) {
     text += PASSAGE;
-    ids = tok.encode(text);
+    ids = encode(text);
   }
   return ids.slice(0, tokens);
 }

@@ -18,9 +18,9 @@
  * the TypeScript column is filled.
  */
 import { parseArgs } from "node:util";
+import { readModelConfig } from "../src/core/model/model-config.ts";
 import { BatchRunner } from "../src/core/runner/batch-runner.ts";
 import { KvSlots } from "../src/core/runner/kv-slots.ts";
-import { loadDecoderConfig } from "../src/core/model/model-config.ts";
 import { createDecoderSession } from "../src/core/runner/ort-session.ts";
 import { addon, useNative } from "../src/core/sample/native.ts";
 import { NEUTRAL_SAMPLING, type SamplingParams } from "../src/core/sample/params.ts";
@@ -75,7 +75,7 @@ const configs: { name: string; params: SamplingParams }[] = [
 /** Median decode step (ms) at each batch size on the model, every row holding a 128-token context. */
 async function measureSteps(): Promise<number[]> {
   const dir = `${modelsDir()}/${args.model}`;
-  const model = await loadDecoderConfig(dir);
+  const model = readModelConfig(dir).decoder;
   const session = await createDecoderSession(dir, "q4");
   try {
     const kv = new KvSlots(

@@ -3,6 +3,7 @@
  * HTTP status, an OpenAI error `type`, the offending parameter (when one is to blame) and a stable
  * `code`. Only src/http/ turns these into responses (JSON body or SSE error event).
  */
+import type { EngineErrorCode } from "./core/types.ts";
 
 export type ApiErrorType =
   | "invalid_request_error"
@@ -102,4 +103,22 @@ export function internalError(message: string): ApiError {
 
 export function unavailable(message: string): ApiError {
   return new ApiError(503, "service_unavailable_error", message, null, "unavailable");
+}
+
+/** An engine error event (or a RequestError's code) → the catalogue's error. */
+export function engineErrorToApiError(e: {
+  code: EngineErrorCode;
+  message: string;
+  param?: string;
+}): ApiError {
+  switch (e.code) {
+    case "invalid_request":
+      return invalidRequest(e.message, e.param ?? null);
+    case "priority_not_supported":
+      return invalidRequest(e.message, "priority", "priority_not_supported");
+    case "unavailable":
+      return unavailable(e.message);
+    case "engine_failure":
+      return internalError(e.message);
+  }
 }

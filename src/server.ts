@@ -3,14 +3,13 @@
  * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
  */
 import type { Server } from "node:http";
-import type { EngineCoreConfig } from "./core/types.ts";
+import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
-import { EnginePool } from "./workers/pool.ts";
 
 export interface ServerConfig {
   host: string;
@@ -34,13 +33,7 @@ export interface ServerConfig {
 export const SERVER_DEFAULTS = {
   host: "127.0.0.1",
   port: 8000,
-  // One worker with both cores for ONNX Runtime measured fastest on a 2-core box (bench/README.md).
-  workers: 1,
-  threads: 2,
-  maxNumSeqs: 16,
-  maxModelLen: 4096,
-  prefillChunk: 256,
-  prefixCacheBytes: 256 << 20,
+  ...ENGINE_DEFAULTS,
   maxBodyBytes: 8 << 20,
 } as const;
 
@@ -48,7 +41,7 @@ export interface RunningServer {
   url: string;
   server: Server;
   storage: Storage;
-  pool: EnginePool;
+  engine: Engine;
   /** Stops accepting requests, waits for in-flight ones, then releases everything. */
   close(): Promise<void>;
 }
@@ -75,30 +68,21 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   for (const u of registry.unavailable) logger.warn("model unavailable", { model: u.id, reason: u.reason });
 
   const metrics = new Metrics();
-  const pool = new EnginePool({ workers: config.workers, maxRequestsPerWorker: 1024 });
-  const engineConfig = (
-    dir: string,
-    format: "q4" | "fp32",
-    policy: "fcfs" | "priority",
-    maxLen?: number,
-  ): EngineCoreConfig => ({
-    modelDir: dir,
-    format,
-    schedulingPolicy: policy,
+  const engine = await Engine.open({
+    registry,
+    workers: config.workers,
+    threads: config.threads,
     maxNumSeqs: config.maxNumSeqs,
-    maxModelLen: Math.min(config.maxModelLen, maxLen ?? Number.POSITIVE_INFINITY),
+    maxModelLen: config.maxModelLen,
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
-    intraOpThreads: config.threads,
   });
   let draining = false;
   const chat = new ChatCompletionsService({
-    registry,
-    pool,
+    engine,
     storage,
     metrics,
     logger,
-    engineConfig,
     draining: () => draining,
   });
   const app = createApp({
@@ -128,7 +112,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       }
     },
     refreshEngineMetrics: async () => {
-      const stats = (await pool.stats()) as Record<
+      const stats = (await engine.stats()) as Record<
         string,
         { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }
       >;
@@ -166,11 +150,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       // their response (draining responses carry Connection: close).
       server.closeIdleConnections();
       await closed;
-      await pool.close();
+      await engine.close();
       storage.close();
       logger.info("stopped");
     })();
     return closing;
   };
-  return { url, server, storage, pool, close };
+  return { url, server, storage, engine, close };
 }

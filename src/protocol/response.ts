@@ -4,9 +4,8 @@
  */
 
 import type { EngineEvent, FinishReason } from "../core/types.ts";
-import { internalError } from "../errors.ts";
+import { engineErrorToApiError, internalError } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
-import { engineErrorToApiError } from "./engine-errors.ts";
 import {
   type ChoiceLogprobs,
   completionId,

@@ -10,8 +10,8 @@
 
 import type { EngineEvent, FinishReason } from "../core/types.ts";
 import type { ApiError, ApiErrorBody } from "../errors.ts";
+import { engineErrorToApiError } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
-import { engineErrorToApiError } from "./engine-errors.ts";
 import {
   type ChoiceLogprobs,
   completionId,

@@ -90,7 +90,13 @@ function toGenerateParams(req: ChatCompletionRequest, vocab: number, logprobLimi
   if (req.logprobs)
     params.logprobs = logprobCount("top_logprobs", "sample", req.top_logprobs, vocab, logprobLimit);
   if (req.prompt_logprobs !== undefined)
-    params.promptLogprobs = logprobCount("prompt_logprobs", "prompt", req.prompt_logprobs, vocab, logprobLimit);
+    params.promptLogprobs = logprobCount(
+      "prompt_logprobs",
+      "prompt",
+      req.prompt_logprobs,
+      vocab,
+      logprobLimit,
+    );
   const rd = req.repetition_detection;
   // max_pattern_size 0 disables detection; min_pattern_size 0 means 1 (vLLM).
   if (rd && rd.max_pattern_size > 0)

@@ -4,11 +4,10 @@
  * Cancellation: a client that disconnects aborts its generation at once.
  */
 import type { Request, Response } from "express";
-import { renderChat } from "../chat/index.ts";
-import type { EngineCoreConfig, EngineEvent } from "../core/types.ts";
-import { ApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
+import type { EngineEvent } from "../core/types.ts";
+import type { Engine } from "../engine/engine.ts";
+import { ApiError, internalError, unavailable } from "../errors.ts";
 import { SseWriter } from "../http/sse.ts";
-import type { ModelRegistry } from "../models/registry.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../protocol/chat-request.ts";
@@ -16,21 +15,12 @@ import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import { toEngineRequest } from "../protocol/to-engine.ts";
 import type { Storage } from "../storage/storage.ts";
-import type { EnginePool } from "../workers/pool.ts";
-import { modelInfo } from "./model-info.ts";
 
 export interface ChatServiceDeps {
-  registry: ModelRegistry;
-  pool: EnginePool;
+  engine: Engine;
   storage: Storage;
   metrics: Metrics;
   logger: Logger;
-  engineConfig(
-    dir: string,
-    format: "q4" | "fp32",
-    policy: "fcfs" | "priority",
-    maxModelLen?: number,
-  ): EngineCoreConfig;
   draining(): boolean;
 }
 
@@ -131,13 +121,15 @@ export class ChatCompletionsService {
     res: Response,
     record: (status: number) => void,
   ): Promise<void> {
-    const resolved = this.deps.registry.resolve(parsed.model);
-    if (!resolved) throw modelNotFound(parsed.model);
-    tally.model = resolved.model.id;
-    tally.checkpoint = resolved.checkpoint ? `step${resolved.checkpoint.step}` : null;
-    if (!resolved.format) throw unavailable(`${resolved.servedName} has no converted weights to serve.`);
-    const info = modelInfo(resolved.dir);
-    const rendered = renderChat(info.chatSource, {
+    const engine = this.deps.engine;
+    // Usage is attributed to the model even when it then turns out to have no weights to serve.
+    const resolution = engine.registry.resolve(parsed.model);
+    if (resolution) {
+      tally.model = resolution.model.id;
+      tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
+    }
+    const model = engine.model(parsed.model);
+    const prompt = engine.prompt(model, {
       messages: parsed.messages,
       chatTemplate: parsed.chat_template,
       chatTemplateKwargs: parsed.chat_template_kwargs,
@@ -146,24 +138,19 @@ export class ChatCompletionsService {
       tools: parsed.tools,
       documents: parsed.documents,
       reasoningEffort: parsed.reasoning_effort,
+      addSpecialTokens: parsed.add_special_tokens,
     });
     const engineRequest = toEngineRequest(parsed, {
       requestId,
-      prompt: { text: rendered.text, addSpecialTokens: parsed.add_special_tokens },
-      vocabSize: info.vocabSize,
-      generationDefaults: info.generationDefaults,
+      prompt,
+      vocabSize: model.info.vocabSize,
+      generationDefaults: model.info.generationDefaults,
     });
-    const config = this.deps.engineConfig(
-      resolved.dir,
-      resolved.format,
-      resolved.model.schedulingPolicy,
-      resolved.model.maxModelLen,
-    );
     const abort = new AbortController();
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const ctx = { requestId, model: resolved.servedName };
+    const ctx = { requestId, model: model.name };
     const t0 = performance.now();
     let firstToken = true;
     const observe = (e: EngineEvent) => {
@@ -175,7 +162,7 @@ export class ChatCompletionsService {
         this.deps.metrics.ttft.observe((performance.now() - t0) / 1000, { model: tally.model });
       } else if (e.type === "finish") tally.completionTokens += e.completionTokens;
     };
-    const events = this.deps.pool.generate(config, engineRequest, abort.signal);
+    const events = engine.stream({ model, request: engineRequest }, abort.signal);
     const m = this.deps.metrics;
     const countTokens = () => {
       m.promptTokens.inc({ model: tally.model }, tally.promptTokens);

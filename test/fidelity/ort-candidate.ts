@@ -1,13 +1,14 @@
 /**
- * ortserve's ONNX runner seen through the fidelity `Candidate` interface. Teacher forcing is one
- * prefill pass with every logit row; greedy goes through the runner's own incremental decode, so
- * the KV-cache path is exercised too.
+ * ortserve seen through the fidelity `Candidate` interface, through the in-process Engine (the
+ * pool, scheduler, runner and sampler the server runs). Teacher forcing is a scoring request that
+ * returns every position's logits (the prompt in one prefill chunk, as llama.cpp gets it); greedy
+ * is a temperature-0 generation, so the KV-cache decode path is exercised too.
  */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { DecoderSession } from "../../src/core/runner/decoder-session.ts";
-import { generateGreedy } from "../../src/core/runner/greedy.ts";
-import { type ModelFormat, modelFile } from "../../src/core/runner/ort-session.ts";
+import { basename, dirname, join } from "node:path";
+import { readModelConfig } from "../../src/core/model/model-config.ts";
+import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
+import { Engine } from "../../src/engine/engine.ts";
 import type { Candidate } from "./compare.ts";
 
 export interface OrtCandidate extends Candidate {
@@ -15,7 +16,7 @@ export interface OrtCandidate extends Candidate {
 }
 
 export function hasConvertedModel(modelDir: string, format: ModelFormat): boolean {
-  return existsSync(join(modelDir, "config.json")) && existsSync(modelFile(modelDir, format));
+  return existsSync(join(modelDir, "config.json")) && existsSync(weightPath(modelDir, format));
 }
 
 export async function openOrtCandidate(
@@ -23,26 +24,31 @@ export async function openOrtCandidate(
   format: ModelFormat,
   intraOpThreads = 2,
 ): Promise<OrtCandidate> {
-  const session = await DecoderSession.load(modelDir, { format, intraOpThreads });
-  const { vocabSize, eosTokenIds } = session.config;
+  const { vocabSize, maxPositions } = readModelConfig(modelDir).decoder;
+  const engine = await Engine.open({
+    modelsDir: dirname(modelDir),
+    format,
+    workers: 1,
+    threads: intraOpThreads,
+    // Each sequence in one forward pass, and nothing reused between cases.
+    prefillChunk: maxPositions,
+    prefixCacheBytes: 0,
+  });
+  const model = basename(modelDir);
   return {
     vocabSize,
     async teacherForced(tokens) {
-      const seq = session.newSequence();
-      try {
-        return await seq.forward(tokens, { allLogits: true });
-      } finally {
-        seq.dispose();
-      }
+      const scored = await engine.score({ model, prompt: { tokenIds: [...tokens] }, logits: true });
+      return scored.logits!;
     },
     async greedy(promptTokens, n) {
-      const seq = session.newSequence();
-      try {
-        return await generateGreedy(seq, promptTokens, n, eosTokenIds);
-      } finally {
-        seq.dispose();
-      }
+      const out = await engine.generate({
+        model,
+        prompt: { tokenIds: [...promptTokens] },
+        params: { maxTokens: n, sampling: { temperature: 0 } },
+      });
+      return out.choices[0]!.tokenIds;
     },
-    release: () => session.release(),
+    release: () => engine.close(),
   };
 }

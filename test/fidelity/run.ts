@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { runSetup } from "../../src/cli/commands/setup.ts";
-import type { ModelFormat } from "../../src/core/runner/ort-session.ts";
+import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { hasConvertedModel } from "./ort-candidate.ts";
 import { defaultModelDir, FORMATS, runFidelity } from "./suite.ts";
 

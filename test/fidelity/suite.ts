@@ -5,7 +5,7 @@
  * reference (llama.cpp on a dequantized F32 copy) and self-consistency runs are figures only.
  */
 import { join } from "node:path";
-import type { ModelFormat } from "../../src/core/runner/ort-session.ts";
+import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
 import { referenceSelfConsistency, type SelfConsistency } from "./calibration.ts";

@@ -1,8 +1,7 @@
 /** The non-streaming response built from synthetic engine events. */
 import { describe, expect, it } from "vitest";
 import type { EngineEvent } from "../../src/core/types.ts";
-import { ApiError } from "../../src/errors.ts";
-import { engineErrorToApiError } from "../../src/protocol/engine-errors.ts";
+import { ApiError, engineErrorToApiError } from "../../src/errors.ts";
 import { ChatCompletionAccumulator } from "../../src/protocol/response.ts";
 import { apiError, delta, done, finish, parse, promptEvent, tokenLogprob } from "./helpers.ts";
 

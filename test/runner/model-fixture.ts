@@ -4,13 +4,14 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type ModelFormat, modelFile } from "../../src/core/runner/ort-session.ts";
+import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 
-export const MODEL_DIR = join(modelsDir(), "smollm2-135m-instruct");
+export const MODEL_ID = "smollm2-135m-instruct";
+export const MODEL_DIR = join(modelsDir(), MODEL_ID);
 
 export function hasModel(format: ModelFormat): boolean {
-  return existsSync(join(MODEL_DIR, "config.json")) && existsSync(modelFile(MODEL_DIR, format));
+  return existsSync(join(MODEL_DIR, "config.json")) && existsSync(weightPath(MODEL_DIR, format));
 }
 
 /**

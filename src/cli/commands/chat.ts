@@ -1,6 +1,6 @@
 /**
- * `ortserve chat`: make sure the default model
- * is ready (same as `setup`) and run one chat turn in-process, streaming the reply to stdout.
+ * `ortserve chat`: make sure the default model is ready (same as `setup`) and run one chat turn
+ * in-process through the engine the server runs, streaming the reply to stdout.
  */
 import { parseCommandLine, parsePositiveInt } from "../args.ts";
 import { runSetup } from "./setup.ts";
@@ -41,10 +41,24 @@ export async function run(argv: string[]): Promise<void> {
 
   const { modelDir } = await runSetup({ modelsDir: values["models-dir"] });
   process.stderr.write(`> ${prompt}\n`);
-  const { runOneShotChat } = await import("../../core/runner/one-shot-chat.ts");
-  await runOneShotChat(modelDir, prompt, {
-    maxTokens,
-    onText: (delta) => process.stdout.write(delta),
-  });
+  const { dirname, basename } = await import("node:path");
+  const { Engine } = await import("../../engine/engine.ts");
+  const engine = await Engine.open({ modelsDir: dirname(modelDir) });
+  try {
+    await engine.generate(
+      {
+        model: basename(modelDir),
+        prompt: { messages: [{ role: "user", content: prompt }] },
+        params: { maxTokens, sampling: { temperature: 0 } },
+      },
+      {
+        onEvent: (e) => {
+          if (e.type === "delta") process.stdout.write(e.text);
+        },
+      },
+    );
+  } finally {
+    await engine.close();
+  }
   process.stdout.write("\n");
 }

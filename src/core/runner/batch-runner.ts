@@ -39,6 +39,7 @@ export interface ModelRunner {
 export class BatchRunner implements ModelRunner {
   readonly session: InferenceSession;
   readonly kv: KvSlots;
+  private busy = false;
 
   constructor(session: InferenceSession, kv: KvSlots) {
     this.session = session;
@@ -46,6 +47,25 @@ export class BatchRunner implements ModelRunner {
   }
 
   private async run(
+    firstRow: number,
+    rows: number,
+    ids: Tensor,
+    positions: Tensor,
+    validLengths: number[],
+    keep: number,
+  ): Promise<ForwardResult> {
+    if (ids.dims.includes(0)) throw new Error("a forward pass needs at least one token");
+    // The cache is fed and fetched in place: two overlapping runs would write the same memory.
+    if (this.busy) throw new Error("the runner is already running a forward pass");
+    this.busy = true;
+    try {
+      return await this.runOnce(firstRow, rows, ids, positions, validLengths, keep);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async runOnce(
     firstRow: number,
     rows: number,
     ids: Tensor,

@@ -70,5 +70,6 @@ export function checkDecoderContract(session: InferenceSession, numLayers: numbe
         ` outputs [${missingOut.join(", ")}]`,
     );
   const past = session.inputMetadata?.find((m) => m.name === pastName(0, "key"));
-  if (past?.isTensor && past.type !== "float32") throw new Error(`KV cache must be float32, got ${past.type}`);
+  if (past?.isTensor && past.type !== "float32")
+    throw new Error(`KV cache must be float32, got ${past.type}`);
 }

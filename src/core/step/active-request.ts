@@ -1,5 +1,5 @@
 /** A request while the engine holds it, and a decoding row of the batch. */
-import type { PromptTokenLogprob, EngineEvent, EngineRequest } from "../types.ts";
+import type { EngineEvent, EngineRequest, PromptTokenLogprob } from "../types.ts";
 import type { BeamGroup, BeamRow } from "./beam-group.ts";
 import type { Sequence } from "./sequence.ts";
 

@@ -4,9 +4,10 @@
  * text and stop rules (or the beam group). Whatever fails here throws a RequestError for this
  * request alone; nothing of it is left to a step, where a failure would hit the whole batch.
  */
-import type { TokenizerLike } from "../output/tokenizer-like.ts";
-import { SequenceText } from "../output/sequence-text.ts";
+
 import type { DecoderConfig } from "../model/model-config.ts";
+import { SequenceText } from "../output/sequence-text.ts";
+import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import { RequestError } from "../request-error.ts";
 import { randomSeed, seedForChoice } from "../sample/ops/rng.ts";
 import { SequenceSampler } from "../sample/sampler.ts";
@@ -28,7 +29,12 @@ export interface AdmissionContext {
   tokenize: PromptTokenizer;
 }
 
-export function admit(req: EngineRequest, emit: EventSink, arrival: number, ctx: AdmissionContext): ActiveRequest {
+export function admit(
+  req: EngineRequest,
+  emit: EventSink,
+  arrival: number,
+  ctx: AdmissionContext,
+): ActiveRequest {
   const { config } = ctx;
   if (req.priority !== 0 && config.schedulingPolicy !== "priority")
     throw new RequestError(
@@ -60,7 +66,10 @@ export function admit(req: EngineRequest, emit: EventSink, arrival: number, ctx:
   return active;
 }
 
-function preparePrompt(req: EngineRequest, ctx: AdmissionContext): { promptIds: number[]; maxTokens: number } {
+function preparePrompt(
+  req: EngineRequest,
+  ctx: AdmissionContext,
+): { promptIds: number[]; maxTokens: number } {
   const L = ctx.config.maxModelLen;
   let ids =
     "tokenIds" in req.prompt

@@ -32,8 +32,8 @@ export class MaskRows {
     let used = 0;
     return sequences.map((s) => {
       if (!s.constraint) return undefined;
-      const row = (this.rows[used] ??= new Uint32Array(this.words));
-      used++;
+      if (used === this.rows.length) this.rows.push(new Uint32Array(this.words));
+      const row = this.rows[used++]!;
       row.fill(0);
       s.constraint.fillMask(row);
       return row;

@@ -54,7 +54,12 @@ export class EngineCore {
   private readonly timing = { decodeForwardMs: 0, decodeSampleMs: 0, decodeSteps: 0, decodedTokens: 0 };
   private looping = false;
 
-  constructor(config: EngineCoreConfig, model: DecoderConfig, runner: ModelRunner, tokenize: PromptTokenizer) {
+  constructor(
+    config: EngineCoreConfig,
+    model: DecoderConfig,
+    runner: ModelRunner,
+    tokenize: PromptTokenizer,
+  ) {
     this.config = config;
     this.model = model;
     this.runner = runner;
@@ -144,7 +149,9 @@ export class EngineCore {
     const t1 = performance.now();
     for (const d of rows) d.seq.length += 1;
     const live = rows.map((d, r) => ({ d, logits: logits.subarray(r * vocab, (r + 1) * vocab) }));
-    const choices = live.filter(({ d }) => !d.owner.aborted && !d.seq.finished && !(d.seq instanceof BeamRow));
+    const choices = live.filter(
+      ({ d }) => !d.owner.aborted && !d.seq.finished && !(d.seq instanceof BeamRow),
+    );
     const sequences = choices.map(({ d }) => d.seq as Sequence);
     const masks = this.masks.build(sequences);
     const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(choices[i]!.logits, masks[i]));
@@ -165,8 +172,8 @@ export class EngineCore {
     const byGroup = new Map<ActiveRequest, Map<BeamRow, Float32Array>>();
     for (const { d, logits } of live) {
       if (!(d.seq instanceof BeamRow) || d.owner.aborted || d.seq.finished) continue;
-      let rows = byGroup.get(d.owner);
-      if (!rows) byGroup.set(d.owner, (rows = new Map()));
+      const rows = byGroup.get(d.owner) ?? new Map<BeamRow, Float32Array>();
+      byGroup.set(d.owner, rows);
       rows.set(d.seq, logits);
     }
     for (const [owner, rows] of byGroup)
@@ -181,7 +188,12 @@ export class EngineCore {
   private async prefillStep(chunk: PrefillChunk): Promise<void> {
     const a = chunk.request;
     const allRows = a.req.promptLogprobs !== undefined || a.req.promptLogits === true;
-    const { logits, vocab } = await this.runner.prefill(chunk.row, chunk.tokens, chunk.start, allRows ? 0 : 1);
+    const { logits, vocab } = await this.runner.prefill(
+      chunk.row,
+      chunk.tokens,
+      chunk.start,
+      allRows ? 0 : 1,
+    );
     if (a.req.promptLogprobs !== undefined)
       collectPromptLogprobs(a, logits, vocab, chunk.start, chunk.tokens.length, this.tokenize.tokenizer);
     if (a.req.promptLogits) a.promptLogits.push(logits.slice());

@@ -150,7 +150,8 @@ export class Scheduler {
     this.prefilling = undefined;
     if (this.config.prefixCacheBytes > 0)
       this.prefixKeys(a).forEach((key, i) => {
-        if (!this.prefixCache.has(key)) this.prefixCache.insert(key, this.kv.saveBlock(row, i * PREFIX_BLOCK, PREFIX_BLOCK));
+        if (!this.prefixCache.has(key))
+          this.prefixCache.insert(key, this.kv.saveBlock(row, i * PREFIX_BLOCK, PREFIX_BLOCK));
       });
     if (a.beams) {
       // The prompt's row is the root beam (id 0); the others receive copies on the first step.
@@ -185,7 +186,8 @@ export class Scheduler {
     }
     this.decoding.pop();
     // The prompt being prefilled lives just after the decoding rows: keep it adjacent.
-    if (this.prefilling && this.prefilling.computed > 0) this.kv.copyRow(last + 1, last, this.prefilling.computed);
+    if (this.prefilling && this.prefilling.computed > 0)
+      this.kv.copyRow(last + 1, last, this.prefilling.computed);
   }
 }
 

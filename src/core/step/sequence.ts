@@ -10,8 +10,8 @@ import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { detectRepetition, type RepetitionDetection } from "../sample/repetition.ts";
 import type { SequenceSampler } from "../sample/sampler.ts";
-import type { TokenConstraint } from "./constrain.ts";
 import type { EngineEvent, FinishReason, TokenLogprob } from "../types.ts";
+import type { TokenConstraint } from "./constrain.ts";
 
 export interface SequenceLimits {
   maxTokens: number;

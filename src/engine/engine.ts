@@ -1,0 +1,313 @@
+/**
+ * The in-process API, like vLLM's `LLM` class: `Engine.open()` builds the same worker pool,
+ * scheduler, runner and sampler the HTTP server runs, and every way of generating — the server,
+ * `ortserve chat`, the fidelity suite, the benchmarks — goes through it.
+ *
+ *   const engine = await Engine.open({ modelsDir: "models" });
+ *   const out = await engine.generate({
+ *     model: "smollm2-135m-instruct",
+ *     prompt: { messages: [{ role: "user", content: "Hi!" }] },
+ *     params: { maxTokens: 32, sampling: { temperature: 0 } },
+ *   });
+ *   console.log(out.choices[0].text);
+ *   await engine.close();
+ *
+ * A prompt is text, token ids, or chat messages rendered by the model's template. Omitted
+ * parameters take the model's generation_config, then vLLM's defaults. Failures are ApiErrors
+ * (src/errors.ts): the same status, code and parameter the HTTP API reports.
+ */
+import { type RenderChatOptions, renderChat } from "../chat/index.ts";
+import type { ChatMessage } from "../chat/types.ts";
+import type { ModelFormat } from "../core/model/model-files.ts";
+import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
+import { RequestError } from "../core/request-error.ts";
+import type {
+  EngineCoreConfig,
+  EngineEvent,
+  EngineRequest,
+  FinishReason,
+  PromptTokenLogprob,
+  TokenLogprob,
+} from "../core/types.ts";
+import { engineErrorToApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
+import { availableFormats } from "../models/registry/weights.ts";
+import { ModelRegistry, type Resolution } from "../models/registry.ts";
+import { modelsDir as defaultModelsDir } from "../util/paths.ts";
+import { EnginePool } from "../workers/pool.ts";
+import { type ModelInfo, modelInfo } from "./model-info.ts";
+
+export type { GenerateParams };
+
+export interface EngineOptions {
+  /** Directory of models to serve (default: $ORTSERVE_MODELS_DIR or <repo>/models). */
+  modelsDir?: string;
+  /** An already loaded registry (the server shares its own); overrides modelsDir. */
+  registry?: ModelRegistry;
+  /** Worker threads; each model is owned by one of them. */
+  workers?: number;
+  /** ONNX Runtime intra-op threads per worker. */
+  threads?: number;
+  /** Sequences decoded together per model. */
+  maxNumSeqs?: number;
+  /** Context limit per sequence (at most the model's). */
+  maxModelLen?: number;
+  /** Prompt tokens prefilled per step. */
+  prefillChunk?: number;
+  /** Bytes each model's prefix cache may hold. */
+  prefixCacheBytes?: number;
+  /** Serve this weight format wherever a model has it (default: each model's own choice). */
+  format?: ModelFormat;
+}
+
+export const ENGINE_DEFAULTS = {
+  // One worker with both cores for ONNX Runtime measured fastest on a 2-core box (bench/README.md).
+  workers: 1,
+  threads: 2,
+  maxNumSeqs: 16,
+  maxModelLen: 4096,
+  prefillChunk: 256,
+  prefixCacheBytes: 256 << 20,
+} as const;
+
+/** The prompt of a request: text, token ids, or chat messages for the model's template. */
+export type PromptInput =
+  | { text: string; addSpecialTokens?: boolean }
+  | { tokenIds: number[] }
+  | ({ messages: ChatMessage[]; addSpecialTokens?: boolean } & Partial<Omit<RenderChatOptions, "messages">>);
+
+export interface GenerateRequest {
+  /** A model id, or "<id>:step<N>" for a checkpoint. */
+  model: string;
+  prompt: PromptInput;
+  requestId?: string;
+  params?: GenerateParams;
+}
+
+/** A served model as a request resolved it. */
+export interface EngineModel {
+  /** The name as requested ("id" or "id:step25"). */
+  name: string;
+  resolution: Resolution;
+  info: ModelInfo;
+  config: EngineCoreConfig;
+}
+
+/** A request ready for the workers. */
+export interface PreparedRequest {
+  model: EngineModel;
+  request: EngineRequest;
+}
+
+export interface GeneratedChoice {
+  index: number;
+  text: string;
+  tokenIds: number[];
+  logprobs?: TokenLogprob[];
+  finishReason?: FinishReason;
+  stopReason?: number | string | null;
+}
+
+export interface GenerateResult {
+  model: string;
+  requestId: string;
+  promptTokenIds: number[];
+  cachedTokens: number;
+  promptLogprobs?: (PromptTokenLogprob | null)[];
+  choices: GeneratedChoice[];
+}
+
+export interface ScoreRequest {
+  model: string;
+  prompt: PromptInput;
+  /** Top alternatives per position besides the prompt token itself (default 0). */
+  topLogprobs?: number;
+  /** Also return the raw logits of every position (rows × vocab). */
+  logits?: boolean;
+}
+
+export interface ScoreResult {
+  model: string;
+  promptTokenIds: number[];
+  vocabSize: number;
+  /** Position i: the logprob of prompt token i given the ones before (null for the first). */
+  promptLogprobs: (PromptTokenLogprob | null)[];
+  /** With `logits`: row i holds the logits after prompt token i. */
+  logits?: Float32Array;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  onEvent?: (event: EngineEvent) => void;
+}
+
+let requestCounter = 0;
+
+export class Engine {
+  readonly registry: ModelRegistry;
+  readonly pool: EnginePool;
+  private readonly options: Required<Omit<EngineOptions, "registry" | "modelsDir" | "format">>;
+  private readonly format: ModelFormat | undefined;
+
+  private constructor(registry: ModelRegistry, options: EngineOptions) {
+    this.registry = registry;
+    this.options = {
+      workers: options.workers ?? ENGINE_DEFAULTS.workers,
+      threads: options.threads ?? ENGINE_DEFAULTS.threads,
+      maxNumSeqs: options.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs,
+      maxModelLen: options.maxModelLen ?? ENGINE_DEFAULTS.maxModelLen,
+      prefillChunk: options.prefillChunk ?? ENGINE_DEFAULTS.prefillChunk,
+      prefixCacheBytes: options.prefixCacheBytes ?? ENGINE_DEFAULTS.prefixCacheBytes,
+    };
+    this.format = options.format;
+    this.pool = new EnginePool({ workers: this.options.workers, maxRequestsPerWorker: 1024 });
+  }
+
+  /** Models load in their worker on first use. */
+  static async open(options: EngineOptions = {}): Promise<Engine> {
+    return new Engine(options.registry ?? ModelRegistry.load(defaultModelsDir(options.modelsDir)), options);
+  }
+
+  /** Resolves a model name; a 404 ApiError when unknown, a 503 when it has no weights. */
+  model(name: string): EngineModel {
+    const resolution = this.registry.resolve(name);
+    if (!resolution) throw modelNotFound(name);
+    if (!resolution.format) throw unavailable(`${resolution.servedName} has no converted weights to serve.`);
+    const format =
+      this.format && availableFormats(resolution.dir).includes(this.format) ? this.format : resolution.format;
+    const o = this.options;
+    return {
+      name: resolution.servedName,
+      resolution,
+      info: modelInfo(resolution.dir),
+      config: {
+        modelDir: resolution.dir,
+        format,
+        schedulingPolicy: resolution.model.schedulingPolicy,
+        maxNumSeqs: o.maxNumSeqs,
+        maxModelLen: Math.min(o.maxModelLen, resolution.model.maxModelLen ?? Number.POSITIVE_INFINITY),
+        prefillChunk: o.prefillChunk,
+        prefixCacheBytes: o.prefixCacheBytes,
+        intraOpThreads: o.threads,
+      },
+    };
+  }
+
+  /** The engine's prompt for a request's: chat messages go through the model's template. */
+  prompt(model: EngineModel, input: PromptInput): EngineRequest["prompt"] {
+    if ("tokenIds" in input) return { tokenIds: input.tokenIds };
+    if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
+    const { messages, addSpecialTokens, ...chat } = input;
+    const rendered = renderChat(model.info.chatSource, {
+      ...chat,
+      messages,
+      addGenerationPrompt: chat.addGenerationPrompt ?? true,
+      continueFinalMessage: chat.continueFinalMessage ?? false,
+    });
+    // The template spells out its special tokens (vLLM's chat default add_special_tokens=false).
+    return { text: rendered.text, addSpecialTokens: addSpecialTokens ?? false };
+  }
+
+  /** Resolves the model, builds the prompt and completes the parameters with the model's defaults. */
+  prepare(req: GenerateRequest): PreparedRequest {
+    const model = this.model(req.model);
+    const prompt = this.prompt(model, req.prompt);
+    const requestId = req.requestId ?? `ortserve-${process.pid}-${++requestCounter}`;
+    try {
+      return {
+        model,
+        request: completeRequest(requestId, prompt, req.params, model.info.generationDefaults),
+      };
+    } catch (err) {
+      if (err instanceof RequestError) throw engineErrorToApiError(err);
+      throw err;
+    }
+  }
+
+  /** The request's events as they happen; always ends with `done` or `error` (or when aborted). */
+  stream(prepared: PreparedRequest, signal?: AbortSignal): AsyncGenerator<EngineEvent> {
+    return this.pool.generate(prepared.model.config, prepared.request, signal);
+  }
+
+  /** Runs a request to the end and collects its choices; an error event throws its ApiError. */
+  async generate(req: GenerateRequest | PreparedRequest, opts: RunOptions = {}): Promise<GenerateResult> {
+    const prepared = "request" in req ? req : this.prepare(req);
+    const result: GenerateResult = {
+      model: prepared.model.name,
+      requestId: prepared.request.requestId,
+      promptTokenIds: [],
+      cachedTokens: 0,
+      choices: [],
+    };
+    const choice = (i: number) => {
+      result.choices[i] ??= { index: i, text: "", tokenIds: [] };
+      return result.choices[i];
+    };
+    for await (const e of this.stream(prepared, opts.signal)) {
+      opts.onEvent?.(e);
+      switch (e.type) {
+        case "prompt":
+          result.promptTokenIds = e.promptTokenIds;
+          result.cachedTokens = e.cachedTokens;
+          if (e.promptLogprobs) result.promptLogprobs = e.promptLogprobs;
+          break;
+        case "delta": {
+          const c = choice(e.choice);
+          c.text += e.text;
+          c.tokenIds.push(...e.tokenIds);
+          if (e.logprobs) {
+            c.logprobs ??= [];
+            c.logprobs.push(...e.logprobs);
+          }
+          break;
+        }
+        case "finish": {
+          const c = choice(e.choice);
+          c.finishReason = e.finishReason;
+          c.stopReason = e.stopReason;
+          break;
+        }
+        case "error":
+          throw engineErrorToApiError(e);
+      }
+    }
+    return result;
+  }
+
+  /** Log-likelihoods of a prompt's tokens, with no generation (prompt logprobs, optionally raw logits). */
+  async score(req: ScoreRequest, opts: RunOptions = {}): Promise<ScoreResult> {
+    const model = this.model(req.model);
+    const prepared: PreparedRequest = {
+      model,
+      request: completeRequest(`score-${process.pid}-${++requestCounter}`, this.prompt(model, req.prompt), {
+        maxTokens: 0,
+        sampling: { temperature: 0 },
+        promptLogprobs: req.topLogprobs ?? 0,
+        promptLogits: req.logits,
+      }),
+    };
+    let result: ScoreResult | undefined;
+    for await (const e of this.stream(prepared, opts.signal)) {
+      opts.onEvent?.(e);
+      if (e.type === "error") throw engineErrorToApiError(e);
+      if (e.type === "prompt")
+        result = {
+          model: model.name,
+          promptTokenIds: e.promptTokenIds,
+          vocabSize: model.info.vocabSize,
+          promptLogprobs: e.promptLogprobs ?? [],
+          logits: e.promptLogits,
+        };
+    }
+    if (!result) throw internalError("scoring ended without a result");
+    return result;
+  }
+
+  /** Each loaded model's engine statistics, from whichever worker owns it. */
+  stats(): Promise<Record<string, unknown>> {
+    return this.pool.stats();
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { KvSlots } from "../../src/core/runner/kv-slots.ts";
+
+const shape = { layers: 2, kvHeads: 3, headDim: 4 };
+
+/** Fills positions [0, length) of a row with values that name row, layer buffer and position. */
+function fill(kv: KvSlots, row: number, length: number): void {
+  const { feeds } = kv.bind(0, row + 1);
+  Object.values(feeds).forEach((t, b) => {
+    const data = t.data as Float32Array;
+    const span = kv.capacity * shape.headDim;
+    for (let h = 0; h < shape.kvHeads; h++)
+      for (let p = 0; p < length; p++)
+        for (let d = 0; d < shape.headDim; d++)
+          data[(row * shape.kvHeads + h) * span + p * shape.headDim + d] = row * 1000 + b * 100 + p + d / 10;
+  });
+}
+
+function positions(kv: KvSlots, row: number, length: number): number[] {
+  const { feeds } = kv.bind(0, row + 1);
+  const out: number[] = [];
+  for (const t of Object.values(feeds)) {
+    const data = t.data as Float32Array;
+    const span = kv.capacity * shape.headDim;
+    for (let h = 0; h < shape.kvHeads; h++)
+      out.push(
+        ...data.subarray(
+          (row * shape.kvHeads + h) * span,
+          (row * shape.kvHeads + h) * span + length * shape.headDim,
+        ),
+      );
+  }
+  return out;
+}
+
+describe("KvSlots (the batch KV cache behind KvRows)", () => {
+  it("feeds and fetches the same memory, one past and one present per layer", () => {
+    const kv = new KvSlots(shape, 4, 64, 8);
+    const { feeds, fetches } = kv.bind(0, 2);
+    expect(Object.keys(feeds)).toEqual([
+      "past_key_values.0.key",
+      "past_key_values.0.value",
+      "past_key_values.1.key",
+      "past_key_values.1.value",
+    ]);
+    expect(feeds["past_key_values.1.value"]!.dims).toEqual([2, 3, 8, 4]);
+    expect(fetches["present.1.value"]!.data).toBe(feeds["past_key_values.1.value"]!.data);
+  });
+
+  it("keeps every row's positions when it grows rows and positions", () => {
+    const kv = new KvSlots(shape, 8, 64, 8);
+    fill(kv, 1, 5);
+    const before = positions(kv, 1, 5);
+    kv.ensurePositions(40);
+    kv.ensureRows(7);
+    expect(kv.capacity).toBeGreaterThanOrEqual(40);
+    expect(positions(kv, 1, 5)).toEqual(before);
+    expect(() => kv.ensurePositions(65)).toThrow(/exceed/);
+  });
+
+  it("saves and loads blocks, and moves rows reading every source first", () => {
+    const kv = new KvSlots(shape, 4, 64, 8);
+    fill(kv, 0, 6);
+    fill(kv, 1, 6);
+    const row0 = positions(kv, 0, 6);
+    const row1 = positions(kv, 1, 6);
+    const block = kv.saveBlock(0, 2, 3);
+    expect(block.bytes).toBe(2 * 2 * 3 * 3 * 4 * 4);
+    kv.loadBlock(block, 2, 0);
+    expect(positions(kv, 2, 3)).toEqual(
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].flatMap((s) =>
+        row0.slice(s * 6 * shape.headDim + 2 * shape.headDim, s * 6 * shape.headDim + 5 * shape.headDim),
+      ),
+    );
+    // A swap: each destination gets the other's old content.
+    kv.moveRows([
+      { from: 0, to: 1, length: 6 },
+      { from: 1, to: 0, length: 6 },
+    ]);
+    expect(positions(kv, 0, 6)).toEqual(row1);
+    expect(positions(kv, 1, 6)).toEqual(row0);
+  });
+});
