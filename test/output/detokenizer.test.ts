@@ -90,6 +90,13 @@ describe("IncrementalDetokenizer rules", () => {
     expect(stream(byteVocab(), utf8Ids("a😀b")).deltas).toEqual(["a", "", "", "", "😀", "b"]);
   });
 
+  it("never emits U+FFFD for valid text split into bytes, and streams the full text", () => {
+    const text = "héllo 🎉 wörld 👩‍👩‍👧 done";
+    const { deltas, tail } = stream(byteVocab(), utf8Ids(text));
+    for (const d of deltas) expect(d).not.toContain("\uFFFD");
+    expect(deltas.join("") + tail).toBe(text);
+  });
+
   it("emits U+FFFD for bytes that stay invalid once more text follows", () => {
     const ids = [0x61, 0x80, 0xff, 0x62];
     expect(stream(byteVocab(), ids).deltas).toEqual(["a", "", "", "\uFFFD\uFFFDb"]);
