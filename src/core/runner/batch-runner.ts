@@ -59,34 +59,23 @@ export class BatchRunner implements ModelRunner {
     if (this.busy) throw new Error("the runner is already running a forward pass");
     this.busy = true;
     try {
-      return await this.runOnce(firstRow, rows, ids, positions, validLengths, keep);
+      this.kv.ensurePositions(Math.max(...validLengths));
+      const { feeds, fetches } = this.kv.bind(firstRow, rows);
+      const out = await this.session.run(
+        {
+          ...feeds,
+          input_ids: ids,
+          position_ids: positions,
+          attention_mask: maskRows(validLengths, this.kv.capacity),
+          num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
+        },
+        { ...fetches, logits: null },
+      );
+      const logits = out.logits!;
+      return { logits: logits.data as Float32Array, vocab: logits.dims[2]! };
     } finally {
       this.busy = false;
     }
-  }
-
-  private async runOnce(
-    firstRow: number,
-    rows: number,
-    ids: Tensor,
-    positions: Tensor,
-    validLengths: number[],
-    keep: number,
-  ): Promise<ForwardResult> {
-    this.kv.ensurePositions(Math.max(...validLengths));
-    const { feeds, fetches } = this.kv.bind(firstRow, rows);
-    const out = await this.session.run(
-      {
-        ...feeds,
-        input_ids: ids,
-        position_ids: positions,
-        attention_mask: maskRows(validLengths, this.kv.capacity),
-        num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
-      },
-      { ...fetches, logits: null },
-    );
-    const logits = out.logits!;
-    return { logits: logits.data as Float32Array, vocab: logits.dims[2]! };
   }
 
   /**
