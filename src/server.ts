@@ -78,39 +78,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     prefixCacheBytes: config.prefixCacheBytes,
   });
   let draining = false;
-  const chat = new ChatCompletionsService({
-    engine,
-    storage,
-    metrics,
-    logger,
-    draining: () => draining,
-  });
+  const chat = new ChatCompletionsService({ engine, metrics, logger, draining: () => draining });
   const app = createApp({
     registry,
     keys: storage.keys,
+    usage: storage.usage,
     chat,
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
     draining: () => draining,
-    recordRefusedChat: (req, status) => {
-      try {
-        storage.usage.recordUsage({
-          keyId: req.caller?.keyId ?? undefined,
-          team: req.caller?.team ?? undefined,
-          project: req.caller?.project ?? undefined,
-          model: "(unresolved)",
-          requestId: req.requestId,
-          promptTokens: 0,
-          completionTokens: 0,
-          cachedTokens: 0,
-          latencyMs: 0,
-          status,
-        });
-      } catch (err) {
-        logger.error("usage record failed", { request_id: req.requestId, error: String(err) });
-      }
-    },
     refreshEngineMetrics: async () => {
       const stats = (await engine.stats()) as Record<
         string,

@@ -3,28 +3,26 @@
  * responses. Handlers stay thin: JSON in, JSON or SSE out; the work happens in src/serving/.
  */
 import express, { type NextFunction, type Request, type Response } from "express";
-import {
-  ApiError,
-  internalError,
-  invalidRequest,
-  modelNotFound,
-  notFound,
-  payloadTooLarge,
-} from "../errors.ts";
+import { ApiError, internalError, modelNotFound, notFound, payloadTooLarge } from "../errors.ts";
 import { listCheckpoints } from "../models/checkpoints.ts";
 import type { ModelRegistry } from "../models/registry.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { buildOpenApiDocument } from "../protocol/openapi.ts";
-import type { ChatCompletionsService } from "../serving/chat-completions.ts";
+import type { GenerationEndpoint } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
 import { authenticate } from "./auth.ts";
+import { generationRoute } from "./generation-route.ts";
+import { jsonBody } from "./json-body.ts";
 import { requestContext } from "./request-context.ts";
+import { UsageRecorder, type UsageStore } from "./usage.ts";
 
 export interface AppDeps {
   registry: ModelRegistry;
   keys: ApiKeys;
-  chat: ChatCompletionsService;
+  /** Where usage rows go (one per request to a generation route). */
+  usage: UsageStore;
+  chat: GenerationEndpoint;
   metrics: Metrics;
   logger: Logger;
   /** Engine-side gauges, refreshed before /metrics renders. */
@@ -32,30 +30,6 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** True once SIGTERM arrived: new work is refused while in-flight requests finish. */
   draining(): boolean;
-  /** Usage record for a chat request refused before the chat service saw it (bad body, project header). */
-  recordRefusedChat(req: Request, status: number): void;
-}
-
-/** Body parser that keeps the raw text (seed needs exact 64-bit integers) and insists on JSON. */
-function jsonBody(limit: number) {
-  const text = express.text({ type: () => true, limit });
-  return (req: Request, res: Response, next: NextFunction) => {
-    const type = req.get("content-type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type))
-      return next(invalidRequest("Content-Type must be application/json.", null, "invalid_content_type"));
-    text(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      const raw = typeof req.body === "string" ? req.body : "";
-      try {
-        req.body = { raw, value: JSON.parse(raw) as unknown };
-      } catch (e) {
-        return next(
-          invalidRequest(`Request body is not valid JSON: ${(e as Error).message}`, null, "invalid_json"),
-        );
-      }
-      next();
-    });
-  };
 }
 
 function isClientBodyError(err: unknown): err is { status: number; message: string } {
@@ -89,6 +63,11 @@ export function createApp(deps: AppDeps): express.Express {
     res.json(buildOpenApiDocument());
   });
 
+  // Generation routes (POST, JSON in, JSON or SSE out) record one usage row per request.
+  const generation = [{ path: "/v1/chat/completions", service: deps.chat }];
+  const usage = new UsageRecorder(deps.usage, deps.logger);
+  app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
+
   // Routes carry their full /v1 paths so metrics label them the same on success and on error.
   const v1 = app;
   app.use("/v1", authenticate(deps.keys));
@@ -114,10 +93,8 @@ export function createApp(deps: AppDeps): express.Express {
     res.json(listCheckpoints(model, req.query as Record<string, unknown>));
   });
 
-  v1.post("/v1/chat/completions", jsonBody(deps.maxBodyBytes), async (req, res) => {
-    const { raw, value } = req.body as { raw: string; value: unknown };
-    await deps.chat.handle(value, raw, req, res);
-  });
+  for (const r of generation)
+    v1.post(r.path, usage.onRoute, jsonBody(deps.maxBodyBytes), generationRoute(r.service));
 
   app.use((req) => {
     throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
@@ -138,17 +115,12 @@ export function createApp(deps: AppDeps): express.Express {
       });
       api = internalError("The server hit an internal error.");
     }
+    // A generation route's refusal gets its usage row like an answer does (once, before responding).
+    req.usage?.record(api.status);
     if (res.headersSent) {
       res.end();
       return;
     }
-    if (
-      req.method === "POST" &&
-      req.path === "/v1/chat/completions" &&
-      req.caller &&
-      !res.locals.usageRecorded
-    )
-      deps.recordRefusedChat(req, api.status);
     res.status(api.status).json(api.toBody());
   });
   return app;

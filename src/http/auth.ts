@@ -4,14 +4,11 @@
  */
 import type { NextFunction, Request, Response } from "express";
 import { unauthorized } from "../errors.ts";
+import type { Caller } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
 import { parseProjectHeader } from "../storage/usage.ts";
 
-export interface Caller {
-  keyId: number | null;
-  team: string | null;
-  project: string | null;
-}
+export type { Caller };
 
 declare module "express-serve-static-core" {
   interface Request {

@@ -1,0 +1,56 @@
+/**
+ * The HTTP side of a generation route: JSON body in; a JSON response, an SSE stream, or nothing
+ * when the client already left. The usage row is written just before the response's last byte.
+ */
+import type { Request, Response } from "express";
+import type { GenerationEndpoint, GenerationResult, ServingContext } from "../serving/context.ts";
+import type { JsonBody } from "./json-body.ts";
+import { SseWriter } from "./sse.ts";
+
+/** Aborts when the client goes away before its response completed. */
+function clientGone(res: Response): AbortSignal {
+  const abort = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  return abort.signal;
+}
+
+/** The service may take the body's request_id as the request's id: logs and the header follow. */
+function adoptRequestId(req: Request, res: Response, id: string): void {
+  if (id === req.requestId) return;
+  req.requestId = id;
+  res.setHeader("X-Request-Id", id);
+}
+
+/** Needs `jsonBody` and a usage row (UsageRecorder.onRoute) before it. */
+export function generationRoute(service: GenerationEndpoint) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const { raw, value } = req.body as JsonBody;
+    const usage = req.usage!;
+    const ctx: ServingContext = {
+      requestIdFromClient: Boolean(req.get("x-request-id")),
+      caller: req.caller,
+      signal: clientGone(res),
+      usage: usage.start(),
+    };
+    let result: GenerationResult<unknown, unknown>;
+    try {
+      result = await service.create(value, raw, ctx);
+    } finally {
+      adoptRequestId(req, res, ctx.usage.requestId);
+    }
+    // The service set the outcome's status by the time its result (or its stream) is complete.
+    const answered = () => usage.record(ctx.usage.status!);
+    if (result.kind === "json") {
+      answered();
+      res.json(result.body);
+    } else if (result.kind === "closed") answered();
+    else {
+      const sse = new SseWriter(res);
+      for await (const payload of result.frames) sse.send(payload);
+      answered();
+      if (!ctx.signal.aborted) sse.done();
+    }
+  };
+}
