@@ -1,4 +1,9 @@
 {
+  "variables": {
+    # The decoder session (src/session.cc) needs ONNX Runtime's C API header, vendored in
+    # include/onnxruntime/, and dlopen; without either only the kernels are built.
+    "ort_session%": "<!(node -p \"require('fs').existsSync('include/onnxruntime/onnxruntime_c_api.h') && process.platform !== 'win32'\")"
+  },
   "targets": [
     {
       "target_name": "ortserve_native",
@@ -21,5 +26,30 @@
         }]
       ]
     }
+  ],
+  "conditions": [
+    ["ort_session=='true'", {
+      "targets": [
+        {
+          # A separate addon, so a failure here never costs the kernels; it links no ONNX
+          # Runtime library (it dlopens onnxruntime-node's at run time).
+          "target_name": "ortserve_session",
+          "sources": ["src/session.cc"],
+          "include_dirs": [
+            "<!(node -p \"require('node-addon-api').include_dir\")",
+            "include/onnxruntime"
+          ],
+          # A run can settle while its worker thread is being torn down; the rejection it can no
+          # longer deliver is dropped instead of aborting the process.
+          "defines": [
+            "NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED",
+            "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"
+          ],
+          "cflags_cc": ["-O2"],
+          "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "2" },
+          "conditions": [["OS=='linux'", { "libraries": ["-ldl"] }]]
+        }
+      ]
+    }]
   ]
 }

@@ -1,0 +1,508 @@
+// A decoder session over ONNX Runtime's C API with IoBinding, for
+// src/core/runner/native-session.ts. Inputs are bound over the callers' typed
+// arrays, and so are the outputs the caller pre-allocates (the KV cache's
+// present tensors are the very memory of its past tensors, so
+// GroupQueryAttention updates the cache in place): nothing is copied in or
+// out. onnxruntime-node's own run copies every fetched output into a fresh
+// ArrayBuffer, which for a batch's KV cache is most of a decode step.
+//
+// libonnxruntime is not linked: loadRuntime() dlopens the library that
+// onnxruntime-node ships (the same file its binding loads, so one runtime and
+// one OrtEnv serve both) and asks it for the C API of the vendored header
+// (include/onnxruntime/, ORT_API_VERSION 29; the API is append-only, so a
+// newer library serves it).
+#include <dlfcn.h>
+#include <napi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "onnxruntime_c_api.h"
+
+namespace {
+
+const OrtApi* ort = nullptr;
+OrtEnv* ortEnv = nullptr;
+OrtMemoryInfo* cpuMemory = nullptr;
+std::string runtimeVersion;
+std::mutex runtimeMutex;
+
+// The message of a failed call (and frees its status); empty on success.
+std::string failure(OrtStatus* status) {
+  if (status == nullptr) return {};
+  std::string message = ort->GetErrorMessage(status);
+  if (message.empty()) message = "ONNX Runtime call failed";
+  ort->ReleaseStatus(status);
+  return message;
+}
+
+// Bytes of one element of an ONNX tensor type this session binds, 0 for the rest.
+size_t elementBytes(int type) {
+  switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+      return 1;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+      return 2;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
+      return 4;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// loadRuntime(path): dlopens libonnxruntime and returns its version string. Idempotent.
+Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "loadRuntime(path): path must be a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::lock_guard<std::mutex> lock(runtimeMutex);
+  if (ort != nullptr) return Napi::String::New(env, runtimeVersion);
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  // Never closed: the runtime's thread pools live as long as the process.
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* why = dlerror();
+    Napi::Error::New(env, std::string("cannot load ") + path + ": " + (why ? why : "unknown error"))
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  using GetApiBase = const OrtApiBase* (*)();
+  auto getApiBase = reinterpret_cast<GetApiBase>(dlsym(library, "OrtGetApiBase"));
+  const OrtApiBase* base = getApiBase != nullptr ? getApiBase() : nullptr;
+  if (base == nullptr) {
+    Napi::Error::New(env, path + " has no OrtGetApiBase").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string version = base->GetVersionString();
+  const OrtApi* api = base->GetApi(ORT_API_VERSION);
+  if (api == nullptr) {
+    Napi::Error::New(env, "ONNX Runtime " + version + " does not serve C API version " +
+                              std::to_string(ORT_API_VERSION) + " (the vendored header's)")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  ort = api;
+  // ONNX Runtime keeps one environment per process: if onnxruntime-node made it first, this
+  // takes a reference to it (its logging level stays).
+  std::string error = failure(ort->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "ortserve", &ortEnv));
+  if (error.empty())
+    error = failure(ort->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &cpuMemory));
+  if (!error.empty()) {
+    ort = nullptr;
+    Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  runtimeVersion = version;
+  return Napi::String::New(env, runtimeVersion);
+}
+
+struct ValueInfo {
+  std::string name;
+  bool isTensor = false;
+  int type = 0;
+  std::vector<int64_t> shape;
+  std::vector<std::string> symbolic;
+};
+
+class Session;
+
+// One run: the binding and the values bound to it. Everything JavaScript owns that the run
+// reads or writes is referenced until the run settles.
+class RunWorker : public Napi::AsyncWorker {
+ public:
+  RunWorker(Napi::Env env, Session* session, Napi::Object self);
+  ~RunWorker() override;
+
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  // Binds feeds and fetches; false (and a JavaScript exception) when an argument is wrong.
+  bool Bind(Napi::Array inputs, Napi::Array outputs);
+
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override;
+
+ private:
+  bool Fail(const std::string& message);
+  // The tensor over a typed array of `type` and `dims`, kept alive by the run.
+  OrtValue* Wrap(Napi::Value data, int type, Napi::Value dims, const std::string& name);
+  void Done();
+
+  Session* session_;
+  Napi::ObjectReference self_;
+  Napi::Promise::Deferred deferred_;
+  OrtIoBinding* binding_ = nullptr;
+  std::vector<OrtValue*> values_;
+  std::vector<Napi::ObjectReference> arrays_;
+  std::vector<bool> onDevice_;
+  OrtValue** results_ = nullptr;
+  size_t resultCount_ = 0;
+};
+
+class Session : public Napi::ObjectWrap<Session> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Session",
+                       {InstanceAccessor<&Session::InputMetadata>("inputMetadata"),
+                        InstanceAccessor<&Session::OutputMetadata>("outputMetadata"),
+                        InstanceMethod<&Session::Run>("run"), InstanceMethod<&Session::Release>("release")});
+  }
+
+  // new Session(modelPath, intraOpThreads, interOpThreads)
+  explicit Session(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Session>(info) {
+    Napi::Env env = info.Env();
+    if (ort == nullptr) {
+      Napi::Error::New(env, "loadRuntime() has not loaded ONNX Runtime").ThrowAsJavaScriptException();
+      return;
+    }
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
+      Napi::TypeError::New(env, "Session(modelPath, intraOpThreads, interOpThreads)").ThrowAsJavaScriptException();
+      return;
+    }
+    std::string path = info[0].As<Napi::String>().Utf8Value();
+    int intra = info[1].As<Napi::Number>().Int32Value();
+    int inter = info[2].As<Napi::Number>().Int32Value();
+    // The options onnxruntime-node is given by createDecoderSession (src/core/runner/ort-session.ts);
+    // the CPU execution provider is the default.
+    OrtSessionOptions* options = nullptr;
+    std::string error = failure(ort->CreateSessionOptions(&options));
+    if (error.empty()) error = failure(ort->SetIntraOpNumThreads(options, intra));
+    if (error.empty()) error = failure(ort->SetInterOpNumThreads(options, inter));
+    if (error.empty()) error = failure(ort->SetSessionGraphOptimizationLevel(options, ORT_ENABLE_ALL));
+    if (error.empty()) error = failure(ort->SetSessionExecutionMode(options, ORT_SEQUENTIAL));
+    if (error.empty()) error = failure(ort->CreateSession(ortEnv, path.c_str(), options, &session_));
+    ort->ReleaseSessionOptions(options);
+    if (error.empty()) error = ReadMetadata();
+    if (!error.empty()) {
+      ReleaseSession();
+      Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    }
+  }
+
+  ~Session() override { ReleaseSession(); }
+
+  OrtSession* session() const { return session_; }
+  // A run holds the session until it settles; release() waits for the last one.
+  void Enter() { running_++; }
+  void Leave() {
+    if (--running_ == 0 && releasing_) ReleaseSession();
+  }
+
+  int OutputIndex(const std::string& name) const {
+    for (size_t i = 0; i < outputs_.size(); i++)
+      if (outputs_[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+  int InputIndex(const std::string& name) const {
+    for (size_t i = 0; i < inputs_.size(); i++)
+      if (inputs_[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+
+ private:
+  std::string ReadMetadata() {
+    OrtAllocator* allocator = nullptr;
+    std::string error = failure(ort->GetAllocatorWithDefaultOptions(&allocator));
+    for (int io = 0; io < 2 && error.empty(); io++) {
+      size_t count = 0;
+      error = failure(io == 0 ? ort->SessionGetInputCount(session_, &count)
+                              : ort->SessionGetOutputCount(session_, &count));
+      for (size_t i = 0; i < count && error.empty(); i++) {
+        ValueInfo value;
+        char* name = nullptr;
+        error = failure(io == 0 ? ort->SessionGetInputName(session_, i, allocator, &name)
+                                : ort->SessionGetOutputName(session_, i, allocator, &name));
+        if (!error.empty()) break;
+        value.name = name;
+        error = failure(ort->AllocatorFree(allocator, name));
+        OrtTypeInfo* typeInfo = nullptr;
+        if (error.empty())
+          error = failure(io == 0 ? ort->SessionGetInputTypeInfo(session_, i, &typeInfo)
+                                  : ort->SessionGetOutputTypeInfo(session_, i, &typeInfo));
+        if (!error.empty()) break;
+        error = DescribeType(typeInfo, &value);
+        ort->ReleaseTypeInfo(typeInfo);
+        (io == 0 ? inputs_ : outputs_).push_back(std::move(value));
+      }
+    }
+    return error;
+  }
+
+  static std::string DescribeType(const OrtTypeInfo* typeInfo, ValueInfo* value) {
+    ONNXType kind = ONNX_TYPE_UNKNOWN;
+    std::string error = failure(ort->GetOnnxTypeFromTypeInfo(typeInfo, &kind));
+    if (!error.empty() || kind != ONNX_TYPE_TENSOR) return error;
+    value->isTensor = true;
+    const OrtTensorTypeAndShapeInfo* tensor = nullptr;  // owned by typeInfo
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    size_t rank = 0;
+    error = failure(ort->CastTypeInfoToTensorInfo(typeInfo, &tensor));
+    if (error.empty()) error = failure(ort->GetTensorElementType(tensor, &type));
+    if (error.empty()) error = failure(ort->GetDimensionsCount(tensor, &rank));
+    if (!error.empty()) return error;
+    value->type = type;
+    value->shape.resize(rank);
+    std::vector<const char*> symbolic(rank, nullptr);
+    error = failure(ort->GetDimensions(tensor, value->shape.data(), rank));
+    if (error.empty()) error = failure(ort->GetSymbolicDimensions(tensor, symbolic.data(), rank));
+    for (const char* s : symbolic) value->symbolic.emplace_back(s != nullptr ? s : "");
+    return error;
+  }
+
+  static Napi::Array Describe(Napi::Env env, const std::vector<ValueInfo>& values) {
+    Napi::Array out = Napi::Array::New(env, values.size());
+    for (size_t i = 0; i < values.size(); i++) {
+      const ValueInfo& v = values[i];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("name", v.name);
+      o.Set("isTensor", v.isTensor);
+      o.Set("type", v.type);
+      Napi::Array shape = Napi::Array::New(env, v.shape.size());
+      Napi::Array symbolic = Napi::Array::New(env, v.symbolic.size());
+      for (size_t d = 0; d < v.shape.size(); d++) shape.Set(d, static_cast<double>(v.shape[d]));
+      for (size_t d = 0; d < v.symbolic.size(); d++) symbolic.Set(d, v.symbolic[d]);
+      o.Set("shape", shape);
+      o.Set("symbolicDimensions", symbolic);
+      out.Set(i, o);
+    }
+    return out;
+  }
+
+  Napi::Value InputMetadata(const Napi::CallbackInfo& info) { return Describe(info.Env(), inputs_); }
+  Napi::Value OutputMetadata(const Napi::CallbackInfo& info) { return Describe(info.Env(), outputs_); }
+
+  // run(inputs: {name, type, data, dims}[], outputs: {name, type?, data?, dims?}[]): Promise<outputs>
+  // An output with data is written in place and settles as undefined; one without data is
+  // allocated by ONNX Runtime and settles as {type, dims, data} (a fresh copy).
+  Napi::Value Run(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (session_ == nullptr) {
+      Napi::Error::New(env, "the session has been released").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    if (info.Length() < 2 || !info[0].IsArray() || !info[1].IsArray()) {
+      Napi::TypeError::New(env, "run(inputs, outputs): two arrays").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    auto* worker = new RunWorker(env, this, Value());
+    if (!worker->Bind(info[0].As<Napi::Array>(), info[1].As<Napi::Array>())) {
+      delete worker;
+      return env.Undefined();
+    }
+    Napi::Promise promise = worker->Promise();
+    worker->Queue();
+    return promise;
+  }
+
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    releasing_ = true;
+    if (running_ == 0) ReleaseSession();
+    return info.Env().Undefined();
+  }
+
+  void ReleaseSession() {
+    if (session_ != nullptr) ort->ReleaseSession(session_);
+    session_ = nullptr;
+  }
+
+  OrtSession* session_ = nullptr;
+  std::vector<ValueInfo> inputs_;
+  std::vector<ValueInfo> outputs_;
+  int running_ = 0;
+  bool releasing_ = false;
+};
+
+RunWorker::RunWorker(Napi::Env env, Session* session, Napi::Object self)
+    : Napi::AsyncWorker(env, "ortserve.run"),
+      session_(session),
+      self_(Napi::Persistent(self)),
+      deferred_(Napi::Promise::Deferred::New(env)) {
+  session_->Enter();
+}
+
+RunWorker::~RunWorker() {
+  for (size_t i = 0; i < resultCount_; i++) ort->ReleaseValue(results_[i]);
+  if (results_ != nullptr) {
+    OrtAllocator* allocator = nullptr;
+    if (failure(ort->GetAllocatorWithDefaultOptions(&allocator)).empty())
+      failure(ort->AllocatorFree(allocator, results_));
+  }
+  for (OrtValue* v : values_) ort->ReleaseValue(v);
+  if (binding_ != nullptr) ort->ReleaseIoBinding(binding_);
+  session_->Leave();
+}
+
+bool RunWorker::Fail(const std::string& message) {
+  Napi::Error::New(Env(), message).ThrowAsJavaScriptException();
+  return false;
+}
+
+OrtValue* RunWorker::Wrap(Napi::Value data, int type, Napi::Value dimsValue, const std::string& name) {
+  size_t bytesPer = elementBytes(type);
+  if (bytesPer == 0) return Fail(name + ": unsupported tensor type " + std::to_string(type)), nullptr;
+  if (!data.IsTypedArray() || !dimsValue.IsArray())
+    return Fail(name + ": data must be a typed array and dims an array"), nullptr;
+  Napi::TypedArray array = data.As<Napi::TypedArray>();
+  Napi::Array dimsArray = dimsValue.As<Napi::Array>();
+  std::vector<int64_t> dims(dimsArray.Length());
+  size_t count = 1;
+  for (uint32_t d = 0; d < dimsArray.Length(); d++) {
+    Napi::Value v = dimsArray.Get(d);
+    double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+    if (!(x >= 0) || x != static_cast<double>(static_cast<int64_t>(x)))
+      return Fail(name + ": bad dimension"), nullptr;
+    dims[d] = static_cast<int64_t>(x);
+    count *= static_cast<size_t>(dims[d]);
+  }
+  // The view's bytes must be exactly the tensor's: ONNX Runtime reads and writes all of them.
+  size_t bytes = array.ByteLength();
+  if (bytes != count * bytesPer || array.ElementSize() != bytesPer)
+    return Fail(name + ": " + std::to_string(bytes) + " bytes for " + std::to_string(count) +
+                " elements of type " + std::to_string(type)),
+           nullptr;
+  // Materializes the ArrayBuffer (an on-heap typed array moves off the heap for good), so the
+  // pointer stays valid while the reference below keeps the array alive.
+  napi_typedarray_type kind;
+  size_t length = 0;
+  void* pointer = nullptr;
+  napi_value buffer;
+  size_t offset = 0;
+  if (napi_get_typedarray_info(Env(), array, &kind, &length, &pointer, &buffer, &offset) != napi_ok)
+    return Fail(name + ": cannot read the typed array"), nullptr;
+  static char empty[8];
+  if (pointer == nullptr) pointer = empty;  // a zero-element tensor still needs an address
+  OrtValue* value = nullptr;
+  std::string error = failure(ort->CreateTensorWithDataAsOrtValue(
+      cpuMemory, pointer, bytes, dims.data(), dims.size(), static_cast<ONNXTensorElementDataType>(type), &value));
+  if (!error.empty()) return Fail(name + ": " + error), nullptr;
+  values_.push_back(value);
+  arrays_.push_back(Napi::Persistent(array.As<Napi::Object>()));
+  return value;
+}
+
+bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs) {
+  std::string error = failure(ort->CreateIoBinding(session_->session(), &binding_));
+  if (!error.empty()) return Fail(error);
+  for (uint32_t i = 0; i < inputs.Length(); i++) {
+    Napi::Value item = inputs.Get(i);
+    if (!item.IsObject()) return Fail("run: inputs must be objects");
+    Napi::Object feed = item.As<Napi::Object>();
+    Napi::Value nameValue = feed.Get("name");
+    Napi::Value typeValue = feed.Get("type");
+    if (!nameValue.IsString() || !typeValue.IsNumber()) return Fail("run: an input needs a name and a type");
+    std::string name = nameValue.As<Napi::String>().Utf8Value();
+    if (session_->InputIndex(name) < 0) return Fail("run: the model has no input " + name);
+    OrtValue* value = Wrap(feed.Get("data"), typeValue.As<Napi::Number>().Int32Value(), feed.Get("dims"), name);
+    if (value == nullptr) return false;
+    error = failure(ort->BindInput(binding_, name.c_str(), value));
+    if (!error.empty()) return Fail(name + ": " + error);
+  }
+  for (uint32_t i = 0; i < outputs.Length(); i++) {
+    Napi::Value item = outputs.Get(i);
+    if (!item.IsObject()) return Fail("run: outputs must be objects");
+    Napi::Object fetch = item.As<Napi::Object>();
+    Napi::Value nameValue = fetch.Get("name");
+    if (!nameValue.IsString()) return Fail("run: an output needs a name");
+    std::string name = nameValue.As<Napi::String>().Utf8Value();
+    if (session_->OutputIndex(name) < 0) return Fail("run: the model has no output " + name);
+    Napi::Value data = fetch.Get("data");
+    if (data.IsUndefined() || data.IsNull()) {
+      error = failure(ort->BindOutputToDevice(binding_, name.c_str(), cpuMemory));
+      onDevice_.push_back(true);
+    } else {
+      Napi::Value typeValue = fetch.Get("type");
+      if (!typeValue.IsNumber()) return Fail("run: a pre-allocated output needs a type");
+      OrtValue* value = Wrap(data, typeValue.As<Napi::Number>().Int32Value(), fetch.Get("dims"), name);
+      if (value == nullptr) return false;
+      error = failure(ort->BindOutput(binding_, name.c_str(), value));
+      onDevice_.push_back(false);
+    }
+    if (!error.empty()) return Fail(name + ": " + error);
+  }
+  return true;
+}
+
+void RunWorker::Execute() {
+  std::string error = failure(ort->RunWithBinding(session_->session(), nullptr, binding_));
+  if (error.empty()) {
+    OrtAllocator* allocator = nullptr;
+    error = failure(ort->GetAllocatorWithDefaultOptions(&allocator));
+    if (error.empty()) error = failure(ort->GetBoundOutputValues(binding_, allocator, &results_, &resultCount_));
+  }
+  if (!error.empty()) SetError(error);
+}
+
+void RunWorker::OnOK() {
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  Napi::Array out = Napi::Array::New(env, onDevice_.size());
+  if (resultCount_ != onDevice_.size()) {
+    deferred_.Reject(Napi::Error::New(env, "ONNX Runtime returned " + std::to_string(resultCount_) +
+                                               " outputs for " + std::to_string(onDevice_.size()))
+                         .Value());
+    return;
+  }
+  for (size_t i = 0; i < onDevice_.size(); i++) {
+    if (!onDevice_[i]) {
+      out.Set(i, env.Undefined());
+      continue;
+    }
+    // An output ONNX Runtime allocated: copied out once (the caller had no shape to pre-allocate).
+    OrtTensorTypeAndShapeInfo* shape = nullptr;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    size_t rank = 0;
+    size_t count = 0;
+    void* data = nullptr;
+    std::string error = failure(ort->GetTensorTypeAndShape(results_[i], &shape));
+    if (error.empty()) error = failure(ort->GetTensorElementType(shape, &type));
+    if (error.empty()) error = failure(ort->GetDimensionsCount(shape, &rank));
+    std::vector<int64_t> dims(rank);
+    if (error.empty()) error = failure(ort->GetDimensions(shape, dims.data(), rank));
+    if (error.empty()) error = failure(ort->GetTensorShapeElementCount(shape, &count));
+    if (shape != nullptr) ort->ReleaseTensorTypeAndShapeInfo(shape);
+    if (error.empty()) error = failure(ort->GetTensorMutableData(results_[i], &data));
+    size_t bytes = count * elementBytes(type);
+    if (error.empty() && elementBytes(type) == 0) error = "unsupported output type " + std::to_string(type);
+    if (!error.empty()) {
+      deferred_.Reject(Napi::Error::New(env, error).Value());
+      return;
+    }
+    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, bytes);
+    if (bytes > 0) std::memcpy(buffer.Data(), data, bytes);
+    Napi::Array dimsOut = Napi::Array::New(env, rank);
+    for (size_t d = 0; d < rank; d++) dimsOut.Set(d, static_cast<double>(dims[d]));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", static_cast<int>(type));
+    o.Set("dims", dimsOut);
+    o.Set("buffer", buffer);
+    out.Set(i, o);
+  }
+  deferred_.Resolve(out);
+}
+
+void RunWorker::OnError(const Napi::Error& error) { deferred_.Reject(error.Value()); }
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
+  exports.Set("apiVersion", Napi::Number::New(env, ORT_API_VERSION));
+  exports.Set("Session", Session::Define(env));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(NODE_GYP_MODULE_NAME, Init)
