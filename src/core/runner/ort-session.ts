@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
+import { nativeSessions } from "./native-session.ts";
 
 export interface SessionThreads {
   intraOpThreads?: number;
@@ -18,6 +19,12 @@ export interface SessionThreads {
  */
 export const DEFAULT_INTRA_OP_THREADS = 2;
 
+/**
+ * The decoder's session: the native one (native-session.ts: the same ONNX Runtime through its C
+ * API with IoBinding, no copies of the KV cache) when the addon is built, onnxruntime-node's
+ * otherwise or with ORTSERVE_NATIVE_SESSION=0. Both run with the same options and give the same
+ * numbers.
+ */
 export async function createDecoderSession(
   modelDir: string,
   format: ModelFormat,
@@ -25,13 +32,20 @@ export async function createDecoderSession(
 ): Promise<InferenceSession> {
   const path = weightPath(modelDir, format);
   if (!existsSync(path)) throw new Error(`model file not found: ${path}`);
+  const intraOpNumThreads = threads.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS;
+  const interOpNumThreads = threads.interOpThreads ?? 1;
+  if (nativeSessions && process.env.ORTSERVE_NATIVE_SESSION !== "0")
+    return nativeSessions.create(path, {
+      intraOpThreads: intraOpNumThreads,
+      interOpThreads: interOpNumThreads,
+    });
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
   return InferenceSession.create(path, {
     executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
     executionMode: "sequential",
-    intraOpNumThreads: threads.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS,
-    interOpNumThreads: threads.interOpThreads ?? 1,
+    intraOpNumThreads,
+    interOpNumThreads,
   });
 }
 

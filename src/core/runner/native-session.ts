@@ -1,0 +1,290 @@
+/**
+ * The decoder session of the native addon (native/src/session.cc): ONNX Runtime's C API with
+ * IoBinding, so no tensor is copied in or out of a run. onnxruntime-node copies every fetched
+ * output into a fresh ArrayBuffer after each run; for the KV cache (fetched as `present` over the
+ * memory fed as `past_key_values`) that copy is most of a decode step at long contexts or large
+ * batches, and this session makes it zero.
+ *
+ * It is a drop-in InferenceSession: onnxruntime-node's Tensor stays the currency, and it runs the
+ * same ONNX Runtime library onnxruntime-node ships (dlopened by the addon) with the options
+ * createDecoderSession gives onnxruntime-node, so the numbers are bit-identical.
+ *
+ * - Feeds are bound over their tensors' memory.
+ * - A pre-allocated fetch is bound over its tensor's memory and comes back as that same tensor.
+ * - A null fetch (the logits) whose shape the decoder contract tells before the run ([batch,
+ *   num_logits_to_keep or sequence length, vocab]) is bound over a new Float32Array, so it is
+ *   not copied either. With `reuseLogits` the session instead keeps one buffer, grown on demand,
+ *   and every run's logits are a view of it: valid only until the next run. That is off for the
+ *   engine, whose callers (tests among them) may hold a result across runs. An output of unknown
+ *   shape is allocated by ONNX Runtime and copied out once.
+ *
+ * `nativeSessions` is undefined when the addon is not built, ONNX Runtime cannot be loaded, or
+ * ORTSERVE_NATIVE_SESSION=0.
+ */
+import { readdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
+
+interface RawMetadata {
+  name: string;
+  isTensor: boolean;
+  type: number;
+  /** -1 where the dimension is symbolic. */
+  shape: number[];
+  symbolicDimensions: string[];
+}
+
+interface RawTensor {
+  name: string;
+  type: number;
+  data: ArrayBufferView;
+  dims: readonly number[];
+}
+
+interface RawSession {
+  readonly inputMetadata: RawMetadata[];
+  readonly outputMetadata: RawMetadata[];
+  /** Outputs given data are written in place and settle as undefined; the rest are copied out. */
+  run(
+    inputs: RawTensor[],
+    outputs: (RawTensor | { name: string })[],
+  ): Promise<({ type: number; dims: number[]; buffer: ArrayBuffer } | undefined)[]>;
+  release(): void;
+}
+
+interface SessionAddon {
+  /** The C API version the addon was built for (its vendored header). */
+  readonly apiVersion: number;
+  /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
+  loadRuntime(path: string): string;
+  Session: new (modelPath: string, intraOpThreads: number, interOpThreads: number) => RawSession;
+}
+
+/** ONNX element types (onnxruntime_c_api.h) by Tensor type, and the typed array each uses. */
+const ELEMENT_TYPES: Partial<Record<Tensor.Type, number>> = {
+  float32: 1,
+  uint8: 2,
+  int8: 3,
+  uint16: 4,
+  int16: 5,
+  int32: 6,
+  int64: 7,
+  bool: 9,
+  float16: 10,
+  float64: 11,
+  uint32: 12,
+  uint64: 13,
+};
+const TENSOR_TYPES = new Map(Object.entries(ELEMENT_TYPES).map(([k, v]) => [v, k as Tensor.Type]));
+const ARRAYS: Record<number, new (buffer: ArrayBuffer) => Tensor.DataType> = {
+  1: Float32Array,
+  2: Uint8Array,
+  3: Int8Array,
+  4: Uint16Array,
+  5: Int16Array,
+  6: Int32Array,
+  7: BigInt64Array,
+  9: Uint8Array,
+  10: Uint16Array,
+  11: Float64Array,
+  12: Uint32Array,
+  13: BigUint64Array,
+};
+
+/** The reused logits buffer grows to at most this many floats (64 MiB); bigger outputs get their own. */
+const REUSED_MAX_FLOATS = 16 * 1024 * 1024;
+
+export interface NativeSessionOptions {
+  intraOpThreads: number;
+  interOpThreads: number;
+  /** Logits go into one buffer the session reuses: each run's are valid until the next run. */
+  reuseLogits?: boolean;
+}
+
+function rawTensor(name: string, t: Tensor): RawTensor {
+  const type = ELEMENT_TYPES[t.type];
+  if (type === undefined)
+    throw new Error(`${name}: tensor type ${t.type} is not supported by the native session`);
+  if (t.location !== "cpu") throw new Error(`${name}: tensor data must be on the CPU`);
+  return { name, type, data: t.data as ArrayBufferView, dims: t.dims };
+}
+
+function metadata(raw: RawMetadata[]): InferenceSession.ValueMetadata[] {
+  return raw.map((m) => {
+    if (!m.isTensor) return { name: m.name, isTensor: false };
+    const type = TENSOR_TYPES.get(m.type);
+    if (type === undefined) throw new Error(`${m.name}: unsupported tensor type ${m.type}`);
+    const shape = m.shape.map((d, i) => (d < 0 ? m.symbolicDimensions[i]! : d));
+    return { name: m.name, isTensor: true, type, shape };
+  });
+}
+
+/** A decoder session run through ONNX Runtime's C API with IoBinding (see the module comment). */
+export class NativeDecoderSession implements InferenceSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly InferenceSession.ValueMetadata[];
+  readonly outputMetadata: readonly InferenceSession.ValueMetadata[];
+  private readonly raw: RawSession;
+  private readonly reuseLogits: boolean;
+  /** With reuseLogits, where the logits go: each run's are a view valid until the next run. */
+  private reused = new Float32Array(0);
+
+  constructor(raw: RawSession, reuseLogits = false) {
+    this.raw = raw;
+    this.reuseLogits = reuseLogits;
+    this.inputMetadata = metadata(raw.inputMetadata);
+    this.outputMetadata = metadata(raw.outputMetadata);
+    this.inputNames = this.inputMetadata.map((m) => m.name);
+    this.outputNames = this.outputMetadata.map((m) => m.name);
+  }
+
+  /**
+   * The dims a fetch will have, when the decoder contract tells them before the run: logits
+   * [batch, k, vocab] with k = num_logits_to_keep (0 = every position, and at most the sequence
+   * length) and a static vocab. Undefined otherwise.
+   */
+  private predictDims(name: string, feeds: InferenceSession.FeedsType): number[] | undefined {
+    const meta = this.outputMetadata.find((m) => m.name === name);
+    const ids = feeds.input_ids as Tensor | undefined;
+    const keep = feeds.num_logits_to_keep as Tensor | undefined;
+    if (name !== "logits" || !meta?.isTensor || meta.type !== "float32" || meta.shape.length !== 3) return;
+    const vocab = meta.shape[2];
+    if (typeof vocab !== "number" || ids?.dims.length !== 2 || keep?.type !== "int64" || keep.size !== 1)
+      return;
+    const [batch, seq] = ids.dims as [number, number];
+    const k = Number((keep.data as BigInt64Array)[0]);
+    return [batch, k > 0 ? Math.min(k, seq) : seq, vocab];
+  }
+
+  /** A float32 tensor of `dims` for a null fetch: its own, or a view of the reused buffer. */
+  private outputTensor(dims: number[]): Tensor {
+    const n = dims.reduce((a, b) => a * b, 1);
+    if (!this.reuseLogits || n > REUSED_MAX_FLOATS) return new Tensor("float32", new Float32Array(n), dims);
+    if (this.reused.length < n) this.reused = new Float32Array(n);
+    return new Tensor("float32", this.reused.subarray(0, n), dims);
+  }
+
+  run(
+    feeds: InferenceSession.FeedsType,
+    options?: InferenceSession.RunOptions,
+  ): Promise<InferenceSession.ReturnType>;
+  run(
+    feeds: InferenceSession.FeedsType,
+    fetches: InferenceSession.FetchesType,
+    options?: InferenceSession.RunOptions,
+  ): Promise<InferenceSession.ReturnType>;
+  async run(
+    feeds: InferenceSession.FeedsType,
+    fetchesOrOptions?: InferenceSession.FetchesType | InferenceSession.RunOptions,
+    maybeOptions?: InferenceSession.RunOptions,
+  ): Promise<InferenceSession.ReturnType> {
+    let fetches: Record<string, OnnxValue | null>;
+    let options: InferenceSession.RunOptions | undefined = maybeOptions;
+    if (Array.isArray(fetchesOrOptions)) {
+      fetches = Object.fromEntries((fetchesOrOptions as readonly string[]).map((n) => [n, null]));
+    } else if (
+      fetchesOrOptions &&
+      Object.keys(fetchesOrOptions).length > 0 &&
+      Object.keys(fetchesOrOptions).every((k) => this.outputNames.includes(k))
+    ) {
+      fetches = fetchesOrOptions as Record<string, OnnxValue | null>;
+    } else {
+      fetches = Object.fromEntries(this.outputNames.map((n) => [n, null]));
+      options = fetchesOrOptions as InferenceSession.RunOptions | undefined;
+    }
+    if (options && Object.keys(options).length > 0)
+      throw new Error("the native session takes no run options");
+
+    const inputs = Object.entries(feeds).map(([name, t]) => rawTensor(name, t as Tensor));
+    const given: Record<string, Tensor> = {};
+    const outputs = Object.entries(fetches).map(([name, t]) => {
+      if (t === null) {
+        const dims = this.predictDims(name, feeds);
+        if (!dims) return { name };
+        t = this.outputTensor(dims);
+      }
+      given[name] = t as Tensor;
+      return rawTensor(name, t as Tensor);
+    });
+    const results = await this.raw.run(inputs, outputs);
+    const out: Record<string, OnnxValue> = {};
+    outputs.forEach(({ name }, i) => {
+      const r = results[i];
+      if (!r) out[name] = given[name]!;
+      else {
+        const type = TENSOR_TYPES.get(r.type);
+        if (type === undefined) throw new Error(`${name}: unsupported output type ${r.type}`);
+        out[name] = new Tensor(
+          type,
+          new ARRAYS[r.type]!(r.buffer) as Tensor.DataTypeMap[typeof type],
+          r.dims,
+        );
+      }
+    });
+    return out;
+  }
+
+  async release(): Promise<void> {
+    this.raw.release();
+  }
+
+  /** Profiling is never enabled for this session: nothing to start or end. */
+  startProfiling(): void {}
+  endProfiling(): void {}
+}
+
+/** onnxruntime-node's own ONNX Runtime library: the addon runs the very same runtime. */
+function runtimeLibrary(): string {
+  const require = createRequire(import.meta.url);
+  const bin = join(
+    dirname(require.resolve("onnxruntime-node")),
+    "..",
+    "bin",
+    "napi-v6",
+    process.platform,
+    process.arch,
+  );
+  const name = readdirSync(bin).find((f) => /^(lib)?onnxruntime\.(so\.1|\d[\d.]*\.dylib|dylib)$/.test(f));
+  if (!name) throw new Error(`no ONNX Runtime library in ${bin}`);
+  return join(bin, name);
+}
+
+const ADDON = "../../../native/build/Release/ortserve_session.node";
+
+export interface NativeSessions {
+  /** ONNX Runtime's version, as the loaded library reports it. */
+  readonly version: string;
+  create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
+}
+
+function load(): NativeSessions | undefined {
+  if (process.env.ORTSERVE_NATIVE_SESSION === "0") return undefined;
+  let addon: SessionAddon;
+  try {
+    addon = createRequire(import.meta.url)(ADDON) as SessionAddon;
+  } catch (error) {
+    // Not built is the normal fallback; a build that does not load deserves a word.
+    if ((error as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND")
+      process.emitWarning(`ortserve: native session failed to load, using onnxruntime-node's: ${error}`);
+    return undefined;
+  }
+  let version: string;
+  try {
+    version = addon.loadRuntime(runtimeLibrary());
+  } catch (error) {
+    process.emitWarning(
+      `ortserve: native session cannot load ONNX Runtime, using onnxruntime-node's: ${error}`,
+    );
+    return undefined;
+  }
+  return {
+    version,
+    create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits }) =>
+      new NativeDecoderSession(new addon.Session(modelPath, intraOpThreads, interOpThreads), reuseLogits),
+  };
+}
+
+/** The native decoder session, when the addon is built and loads ONNX Runtime. */
+export const nativeSessions: NativeSessions | undefined = load();

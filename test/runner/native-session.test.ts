@@ -1,0 +1,266 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InferenceSession, Tensor } from "onnxruntime-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readModelConfig } from "../../src/core/model/model-config.ts";
+import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
+import { BatchRunner } from "../../src/core/runner/batch-runner.ts";
+import { type KvShape, KvSlots } from "../../src/core/runner/kv-slots.ts";
+import { NativeDecoderSession, nativeSessions } from "../../src/core/runner/native-session.ts";
+import { checkDecoderContract, createDecoderSession } from "../../src/core/runner/ort-session.ts";
+import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
+import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
+import { hasModel, MODEL_DIR } from "./model-fixture.ts";
+
+const THREADS = 2;
+
+/** onnxruntime-node's session with the options createDecoderSession gives it. */
+function ortSession(path: string): Promise<InferenceSession> {
+  return InferenceSession.create(path, {
+    executionProviders: ["cpu"],
+    graphOptimizationLevel: "all",
+    executionMode: "sequential",
+    intraOpNumThreads: THREADS,
+    interOpNumThreads: 1,
+  });
+}
+
+function bytes(a: ArrayBufferView): Buffer {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** Every byte of the cache's buffers (all rows, all positions), layer by layer. */
+function kvMemory(kv: KvSlots, rows: number): Buffer[] {
+  return Object.values(kv.bind(0, rows).feeds).map((t) => Buffer.from(bytes(t.data as Float32Array)));
+}
+
+/**
+ * Drives two runners (onnxruntime-node's session and the native one) through the same prefill
+ * chunks and ragged decode steps, and checks after every run that the logits and the whole KV
+ * memory are bit-identical.
+ */
+async function compareRunners(
+  shape: KvShape,
+  ort: InferenceSession,
+  native: InferenceSession,
+  prompts: number[][],
+  chunk: number,
+  steps: number,
+  maxPositions: number,
+): Promise<number> {
+  const rows = prompts.length;
+  // A small initial capacity, so the cache grows (re-lays out) mid-run.
+  const a = new BatchRunner(ort, new KvSlots(shape, rows, maxPositions, 8));
+  const b = new BatchRunner(native, new KvSlots(shape, rows, maxPositions, 8));
+  let runs = 0;
+  const same = (x: Float32Array, y: Float32Array) => {
+    expect(y.length).toBe(x.length);
+    expect(bytes(y).equals(bytes(x))).toBe(true);
+    const ka = kvMemory(a.kv, rows);
+    const kb = kvMemory(b.kv, rows);
+    expect(kb.length).toBe(ka.length);
+    for (let i = 0; i < ka.length; i++) expect(kb[i]!.equals(ka[i]!)).toBe(true);
+    runs++;
+  };
+  const last: number[] = [];
+  const lengths: number[] = [];
+  for (const [row, prompt] of prompts.entries()) {
+    let x: { logits: Float32Array; vocab: number } | undefined;
+    for (let done = 0; done < prompt.length; done += chunk) {
+      const part = prompt.slice(done, done + chunk);
+      // The first chunk keeps every position's logits (prompt logprobs), the rest the last one.
+      const keep = done === 0 ? 0 : 1;
+      const ra = await a.prefill(row, part, done, keep);
+      const rb = await b.prefill(row, part, done, keep);
+      same(ra.logits, rb.logits);
+      x = ra;
+    }
+    last.push(argmaxRow(x!.logits, x!.vocab, x!.logits.length / x!.vocab - 1));
+    lengths.push(prompt.length);
+  }
+  for (let s = 0; s < steps; s++) {
+    // Ragged: every row at its own length; the last row sits out every other step.
+    const n = s % 2 === 0 ? rows : rows - 1;
+    const ra = await a.decode(last.slice(0, n), lengths.slice(0, n));
+    const rb = await b.decode(last.slice(0, n), lengths.slice(0, n));
+    same(ra.logits, rb.logits);
+    for (let r = 0; r < n; r++) {
+      last[r] = argmaxRow(ra.logits, ra.vocab, r);
+      lengths[r]! += 1;
+    }
+  }
+  return runs;
+}
+
+function argmaxRow(logits: Float32Array, vocab: number, row: number): number {
+  let best = 0;
+  const base = row * vocab;
+  for (let i = 1; i < vocab; i++) if (logits[base + i]! > logits[base + best]!) best = i;
+  return best;
+}
+
+describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, IoBinding)", () => {
+  describe("on the synthetic model", () => {
+    let root: string;
+    const sessions: InferenceSession[] = [];
+    const shape = {
+      layers: SYNTHETIC.layers,
+      kvHeads: SYNTHETIC.kvHeads,
+      headDim: SYNTHETIC.hidden / SYNTHETIC.heads,
+    };
+    const paths: Partial<Record<ModelFormat, string>> = {};
+
+    beforeAll(async () => {
+      root = mkdtempSync(join(tmpdir(), "ortserve-native-session-"));
+      const { modelDir } = await buildSyntheticModel(root, ["fp32", "q4"]);
+      paths.fp32 = weightPath(modelDir, "fp32");
+      paths.q4 = weightPath(modelDir, "q4");
+    });
+
+    afterAll(async () => {
+      for (const s of sessions) await s.release();
+      rmSync(root, { recursive: true, force: true });
+    });
+
+    async function both(format: ModelFormat): Promise<[InferenceSession, NativeDecoderSession]> {
+      const ort = await ortSession(paths[format]!);
+      const native = nativeSessions!.create(paths[format]!, { intraOpThreads: THREADS, interOpThreads: 1 });
+      sessions.push(ort, native);
+      return [ort, native];
+    }
+
+    it("describes the model as onnxruntime-node does and follows the decoder contract", async () => {
+      const [ort, native] = await both("fp32");
+      expect(native.inputNames).toEqual(ort.inputNames);
+      expect(native.outputNames).toEqual(ort.outputNames);
+      expect(native.inputMetadata).toEqual(ort.inputMetadata);
+      expect(native.outputMetadata).toEqual(ort.outputMetadata);
+      expect(() => checkDecoderContract(native, SYNTHETIC.layers)).not.toThrow();
+    });
+
+    for (const format of ["fp32", "q4"] as const)
+      it(`BatchRunner gives bit-identical logits and KV memory (${format})`, async () => {
+        const [ort, native] = await both(format);
+        const prompts = [
+          [1, 40, 80, 120, 3, 200, 17, 9, 31, 77, 5],
+          [5, 99, 150, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20],
+          [260, 261],
+        ];
+        const runs = await compareRunners(shape, ort, native, prompts, 5, 24, SYNTHETIC.contextLength);
+        expect(runs).toBe(3 + 4 + 1 + 24);
+      });
+
+    it("runs with fetch names, all outputs, and reports bad feeds", async () => {
+      const [ort, native] = await both("fp32");
+      const feeds: Record<string, Tensor> = {
+        input_ids: new Tensor("int64", BigInt64Array.of(1n, 40n, 80n), [1, 3]),
+        attention_mask: new Tensor("int64", BigInt64Array.of(1n, 1n, 1n), [1, 3]),
+        position_ids: new Tensor("int64", BigInt64Array.of(0n, 1n, 2n), [1, 3]),
+        num_logits_to_keep: new Tensor("int64", BigInt64Array.of(0n), []),
+      };
+      for (let l = 0; l < shape.layers; l++)
+        for (const kind of ["key", "value"])
+          feeds[`past_key_values.${l}.${kind}`] = new Tensor("float32", new Float32Array(0), [
+            1,
+            shape.kvHeads,
+            0,
+            shape.headDim,
+          ]);
+      const expected = await ort.run(feeds);
+      const all = await native.run(feeds);
+      expect(Object.keys(all).sort()).toEqual(Object.keys(expected).sort());
+      for (const [name, t] of Object.entries(expected)) {
+        expect(all[name]!.dims).toEqual(t.dims);
+        expect(bytes(all[name]!.data as Float32Array).equals(bytes(t.data as Float32Array))).toBe(true);
+      }
+      // present.* has no shape known before the run: ONNX Runtime allocates it and it is copied out.
+      const named = await native.run(feeds, ["logits", "present.1.value"]);
+      expect(Object.keys(named)).toEqual(["logits", "present.1.value"]);
+      expect(
+        bytes(named["present.1.value"]!.data as Float32Array).equals(
+          bytes(expected["present.1.value"]!.data as Float32Array),
+        ),
+      ).toBe(true);
+
+      await expect(native.run({ ...feeds, nope: feeds.input_ids! })).rejects.toThrow(/no input nope/);
+      const int32 = new Tensor("int32", Int32Array.of(1, 40, 80), [1, 3]);
+      await expect(native.run({ ...feeds, input_ids: int32 }, ["logits"])).rejects.toThrow(/type/);
+      await expect(native.run(feeds, { logits: null }, { tag: "x" })).rejects.toThrow(/run options/);
+    });
+
+    it("reuseLogits keeps one logits buffer: each result is valid until the next run", async () => {
+      const native = nativeSessions!.create(paths.fp32!, {
+        intraOpThreads: THREADS,
+        interOpThreads: 1,
+        reuseLogits: true,
+      });
+      sessions.push(native);
+      const plain = (await both("fp32"))[1];
+      const a = new BatchRunner(native, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const b = new BatchRunner(plain, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const first = await a.prefill(0, [1, 2, 3], 0);
+      const firstCopy = first.logits.slice();
+      expect(bytes(firstCopy).equals(bytes((await b.prefill(0, [1, 2, 3], 0)).logits))).toBe(true);
+      const second = await a.prefill(1, [7, 8], 0);
+      expect(second.logits.buffer).toBe(first.logits.buffer);
+      expect(bytes(second.logits).equals(bytes((await b.prefill(1, [7, 8], 0)).logits))).toBe(true);
+    });
+
+    it("createDecoderSession returns the native session unless ORTSERVE_NATIVE_SESSION=0", async () => {
+      const modelDir = join(paths.fp32!, "..", "..");
+      const native = await createDecoderSession(modelDir, "fp32", { intraOpThreads: 1 });
+      sessions.push(native);
+      expect(native).toBeInstanceOf(NativeDecoderSession);
+      process.env.ORTSERVE_NATIVE_SESSION = "0";
+      try {
+        const ort = await createDecoderSession(modelDir, "fp32", { intraOpThreads: 1 });
+        sessions.push(ort);
+        expect(ort).not.toBeInstanceOf(NativeDecoderSession);
+      } finally {
+        delete process.env.ORTSERVE_NATIVE_SESSION;
+      }
+    });
+  });
+
+  describe.skipIf(!hasModel("q4"))("on the default model (q4)", () => {
+    let ort: InferenceSession;
+    let native: InferenceSession;
+    let prompts: number[][];
+    const config = () => readModelConfig(MODEL_DIR).decoder;
+
+    beforeAll(async () => {
+      ort = await ortSession(weightPath(MODEL_DIR, "q4"));
+      native = nativeSessions!.create(weightPath(MODEL_DIR, "q4"), {
+        intraOpThreads: THREADS,
+        interOpThreads: 1,
+      });
+      const tok = await loadTransformersTokenizer(MODEL_DIR);
+      prompts = [
+        "The quick brown fox jumps over the lazy dog. The capital of France is",
+        "Write a haiku about the sea:",
+        "1, 2, 3, 4,",
+      ].map((t) => tok.encode(t, { add_special_tokens: false }));
+    });
+
+    afterAll(async () => {
+      await ort?.release();
+      await native?.release();
+    });
+
+    it("BatchRunner gives bit-identical logits and KV memory over prefill chunks and ragged decode", async () => {
+      const c = config();
+      expect(() => checkDecoderContract(native, c.numLayers)).not.toThrow();
+      const runs = await compareRunners(
+        { layers: c.numLayers, kvHeads: c.numKvHeads, headDim: c.headDim },
+        ort,
+        native,
+        prompts,
+        6,
+        12,
+        256,
+      );
+      expect(runs).toBeGreaterThan(12);
+    });
+  });
+});
