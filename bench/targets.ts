@@ -1,0 +1,389 @@
+/**
+ * `npm run bench`: the performance targets, ortserve next to llama.cpp on the same GGUF in one run.
+ * ortserve runs through the in-process Engine (the engine the server runs); llama.cpp through
+ * node-llama-cpp at 1 and 2 threads, its best count taken. Each figure is the median of --runs
+ * repetitions. Prints a table (figure, peer, ratio, met), writes bench/results/targets.json and two
+ * charts (throughput vs concurrency, TTFT vs prompt length).
+ *
+ *   node bench/targets.ts [--runs 3] [--threads 2] [--out bench/results] [--json]
+ */
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { parseArgs } from "node:util";
+import { readModelConfig } from "../src/core/model/model-config.ts";
+import { weightPath } from "../src/core/model/model-files.ts";
+import { Engine, type GenerateRequest } from "../src/engine/engine.ts";
+import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { readBandwidth } from "./bandwidth.ts";
+import { openLlamaEngine } from "./llama-engine.ts";
+import { benchPrompt } from "./prompt.ts";
+import { openLlamaServing } from "./serving-llama.ts";
+import { median, nowSeconds } from "./stats.ts";
+import { lineChart } from "./svg-chart.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: "string", default: "3" },
+    threads: { type: "string", default: "2" },
+    out: { type: "string", default: join(dirname(new URL(import.meta.url).pathname), "results") },
+    json: { type: "boolean", default: false },
+  },
+});
+const RUNS = Number(args.runs);
+const THREADS = Number(args.threads);
+const MODEL = "smollm2-135m-instruct";
+const MODEL_DIR = join(modelsDir(), MODEL);
+const GGUF = join(ggufCacheDir(), "SmolLM2-135M-Instruct.Q4_1.gguf");
+const STREAMS = [1, 4, 8, 16];
+const TTFT_PROMPTS = [128, 512, 1024];
+const MAX_NUM_SEQS = 16;
+const MAX_MODEL_LEN = 2048;
+const PREFIX_CACHE_BYTES = 256 << 20;
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+let salt = 0;
+/** A greedy request that ignores EOS; a fresh cache salt keeps it off the prefix cache. */
+function greedy(tokenIds: number[], maxTokens: number, cacheSalt = `run-${++salt}`): GenerateRequest {
+  return {
+    model: MODEL,
+    prompt: { tokenIds },
+    params: { maxTokens, cacheSalt, sampling: { temperature: 0, ignoreEos: true } },
+  };
+}
+
+interface Timed {
+  ttft: number;
+  /** Tokens per second between the first and the last token. */
+  decodeRate: number;
+  tokens: number;
+}
+
+async function timed(engine: Engine, req: GenerateRequest): Promise<Timed> {
+  const t0 = nowSeconds();
+  let first = 0;
+  let last = 0;
+  let tokens = 0;
+  await engine.generate(req, {
+    onEvent: (e) => {
+      if (e.type !== "delta") return;
+      last = nowSeconds();
+      if (tokens === 0) first = last;
+      tokens += e.tokenIds.length;
+    },
+  });
+  return { ttft: first - t0, decodeRate: (tokens - 1) / (last - first), tokens };
+}
+
+async function repeat(n: number, fn: () => Promise<number>): Promise<number> {
+  const values: number[] = [];
+  for (let i = 0; i < n; i++) values.push(await fn());
+  return median(values);
+}
+
+function openEngine(): Promise<Engine> {
+  return Engine.open({
+    modelsDir: dirname(MODEL_DIR),
+    workers: 1,
+    threads: THREADS,
+    maxNumSeqs: MAX_NUM_SEQS,
+    maxModelLen: MAX_MODEL_LEN,
+    prefixCacheBytes: PREFIX_CACHE_BYTES,
+  });
+}
+
+async function ortserve(text: number[], streams: number[][]) {
+  // Fresh engine: a short request, then one with a long prompt, then the short one again.
+  const fresh = await openEngine();
+  await timed(fresh, greedy(text.slice(0, 32), 8));
+  const shortFresh = await repeat(
+    RUNS,
+    async () => (await timed(fresh, greedy(text.slice(0, 32), 128))).decodeRate,
+  );
+  await timed(fresh, greedy(text.slice(0, 1400), 8));
+  const shortAfterLong = await repeat(
+    RUNS,
+    async () => (await timed(fresh, greedy(text.slice(0, 32), 128))).decodeRate,
+  );
+  await fresh.close();
+
+  const engine = await openEngine();
+  await timed(engine, greedy(text.slice(0, 128), 16));
+  const single = await repeat(
+    RUNS,
+    async () => (await timed(engine, greedy(text.slice(0, 128), 256))).decodeRate,
+  );
+  const at100 = await repeat(
+    RUNS,
+    async () => (await timed(engine, greedy(text.slice(0, 100), 128))).decodeRate,
+  );
+  const at1500 = await repeat(
+    RUNS,
+    async () => (await timed(engine, greedy(text.slice(0, 1500), 128))).decodeRate,
+  );
+  const ttft: Record<number, number> = {};
+  for (const len of TTFT_PROMPTS)
+    ttft[len] = await repeat(RUNS, async () => (await timed(engine, greedy(text.slice(0, len), 1))).ttft);
+
+  // Prefix cache: 1,024 shared tokens + 32 of its own; the first request fills the cache.
+  const prefix = text.slice(0, 1024);
+  const withSuffix = (i: number) => [...prefix, ...text.slice(1100 + 32 * i, 1132 + 32 * i)];
+  const cold = await repeat(RUNS, async () => (await timed(engine, greedy(withSuffix(0), 1))).ttft);
+  await timed(engine, greedy(withSuffix(0), 1, "shared"));
+  let hitIndex = 0;
+  const hit = await repeat(
+    RUNS,
+    async () => (await timed(engine, greedy(withSuffix(++hitIndex), 1, "shared"))).ttft,
+  );
+
+  const aggregate: Record<number, number> = {};
+  let peakRss = 0;
+  for (const n of STREAMS) {
+    aggregate[n] = await repeat(RUNS, async () => {
+      const sampler = setInterval(() => {
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      }, 50);
+      const t0 = nowSeconds();
+      const runs = await Promise.all(streams.slice(0, n).map((p) => timed(engine, greedy(p, 128))));
+      clearInterval(sampler);
+      return runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0);
+    });
+    log(`ortserve ${n} streams: ${aggregate[n]!.toFixed(1)} tok/s`);
+  }
+  await engine.close();
+  return {
+    single,
+    at100,
+    at1500,
+    shortFresh,
+    shortAfterLong,
+    prefill1024: 1024 / ttft[1024]!,
+    ttft,
+    prefixCold: cold,
+    prefixHit: hit,
+    aggregate,
+    peakRss,
+  };
+}
+
+async function llamaCpp(text: number[], streams: number[][]) {
+  let single = 0;
+  let prefill1024 = 0;
+  const ttft: Record<number, number> = {};
+  for (const threads of [1, 2]) {
+    const engine = await openLlamaEngine(GGUF, threads, 1200 + 300);
+    await engine.decode(text.slice(0, 128), 16);
+    single = Math.max(
+      single,
+      256 / (await repeat(RUNS, async () => (await engine.decode(text.slice(0, 128), 256)).seconds)),
+    );
+    for (const len of TTFT_PROMPTS) {
+      const t = await repeat(RUNS, async () => (await engine.prefill(text.slice(0, len))).seconds);
+      ttft[len] = Math.min(ttft[len] ?? Number.POSITIVE_INFINITY, t);
+    }
+    prefill1024 = Math.max(prefill1024, 1024 / ttft[1024]!);
+    await engine.close();
+  }
+  const aggregate: Record<number, number> = {};
+  for (const n of STREAMS) {
+    let best = 0;
+    for (const threads of [1, 2]) {
+      const llama = await openLlamaServing(GGUF, { sequences: n, contextPerSequence: 64 + 128 + 8, threads });
+      best = Math.max(best, await repeat(RUNS, () => llama.aggregate(streams.slice(0, n), 128)));
+      await llama.close();
+    }
+    aggregate[n] = best;
+    log(`llama.cpp ${n} sequences: ${best.toFixed(1)} tok/s`);
+  }
+  return { single, prefill1024, ttft, aggregate };
+}
+
+interface Target {
+  id: number;
+  name: string;
+  ours: string;
+  peer: string;
+  ratio: number | undefined;
+  goal: string;
+  met: boolean | undefined;
+}
+
+function fmt(v: number, digits = 1): string {
+  return v.toFixed(digits);
+}
+
+async function main(): Promise<void> {
+  const text = await benchPrompt(MODEL_DIR, 1600);
+  // Distinct 64-token prompts, one per stream, none sharing a prefix block.
+  const streams = Array.from({ length: 16 }, (_, i) => text.slice(i * 90, i * 90 + 64));
+  const cfg = readModelConfig(MODEL_DIR).decoder;
+  const onnx = weightPath(MODEL_DIR, "q4");
+  const weightBytes = statSync(onnx).size + statSync(`${onnx}_data`).size;
+  const kvBytesPerToken = cfg.numLayers * 2 * cfg.numKvHeads * cfg.headDim * 4;
+  const kvBudget = MAX_NUM_SEQS * MAX_MODEL_LEN * kvBytesPerToken + PREFIX_CACHE_BYTES;
+
+  log("measuring read bandwidth");
+  const bandwidth = await readBandwidth();
+  log("measuring ortserve");
+  const ours = await ortserve(text, streams);
+  log("measuring llama.cpp");
+  const peer = await llamaCpp(text, streams);
+
+  const roofline = bandwidth / weightBytes;
+  const t = (
+    id: number,
+    name: string,
+    ours: string,
+    peer: string,
+    ratio: number | undefined,
+    goal: string,
+    met: boolean | undefined,
+  ): Target => ({ id, name, ours, peer, ratio, goal, met });
+  const targets: Target[] = [
+    t(
+      1,
+      "single-stream decode tok/s (128 + 256)",
+      fmt(ours.single),
+      fmt(peer.single),
+      ours.single / peer.single,
+      ">= 1.3x",
+      ours.single >= 1.3 * peer.single,
+    ),
+    t(
+      1,
+      "share of the bandwidth roofline",
+      fmt(ours.single),
+      `${fmt(roofline)} limit`,
+      ours.single / roofline,
+      ">= 0.5",
+      ours.single >= 0.5 * roofline,
+    ),
+    t(
+      2,
+      "decode at 1,500 vs 100 tokens of context",
+      fmt(ours.at1500),
+      `${fmt(ours.at100)} (own, at 100)`,
+      ours.at1500 / ours.at100,
+      ">= 0.8",
+      ours.at1500 >= 0.8 * ours.at100,
+    ),
+    t(
+      2,
+      "short request after a long one vs fresh",
+      fmt(ours.shortAfterLong),
+      `${fmt(ours.shortFresh)} (own, fresh)`,
+      ours.shortAfterLong / ours.shortFresh,
+      ">= 0.95",
+      ours.shortAfterLong >= 0.95 * ours.shortFresh,
+    ),
+    t(
+      3,
+      "prefill tok/s, 1,024-token prompt",
+      fmt(ours.prefill1024, 0),
+      fmt(peer.prefill1024, 0),
+      ours.prefill1024 / peer.prefill1024,
+      ">= 1.2x",
+      ours.prefill1024 >= 1.2 * peer.prefill1024,
+    ),
+    ...TTFT_PROMPTS.map((len) =>
+      t(
+        3,
+        `TTFT ms, ${len}-token prompt`,
+        fmt(ours.ttft[len]! * 1000, 0),
+        fmt(peer.ttft[len]! * 1000, 0),
+        ours.ttft[len]! / peer.ttft[len]!,
+        "<= 1x",
+        ours.ttft[len]! <= peer.ttft[len]!,
+      ),
+    ),
+    t(
+      4,
+      "16 streams vs own single stream",
+      fmt(ours.aggregate[16]!),
+      `${fmt(ours.aggregate[1]!)} (own, 1 stream)`,
+      ours.aggregate[16]! / ours.aggregate[1]!,
+      ">= 4x",
+      ours.aggregate[16]! >= 4 * ours.aggregate[1]!,
+    ),
+    t(
+      4,
+      "16 streams vs llama.cpp 16 sequences",
+      fmt(ours.aggregate[16]!),
+      fmt(peer.aggregate[16]!),
+      ours.aggregate[16]! / peer.aggregate[16]!,
+      ">= 2x",
+      ours.aggregate[16]! >= 2 * peer.aggregate[16]!,
+    ),
+    t(
+      5,
+      "prefix-hit TTFT vs cold (1,024 + 32)",
+      fmt(ours.prefixHit * 1000, 0),
+      `${fmt(ours.prefixCold * 1000, 0)} (own, cold)`,
+      ours.prefixHit / ours.prefixCold,
+      "<= 0.1",
+      ours.prefixHit <= 0.1 * ours.prefixCold,
+    ),
+    t(6, "HTTP 16 streams vs in-process; vs llama-server", "-", "-", undefined, ">= 0.95; > 1x", undefined),
+    t(
+      7,
+      "peak RSS MB, 16 streams",
+      fmt(ours.peakRss / 2 ** 20, 0),
+      `${fmt((2 * weightBytes + kvBudget) / 2 ** 20, 0)} limit`,
+      ours.peakRss / (2 * weightBytes + kvBudget),
+      "<= 1",
+      ours.peakRss <= 2 * weightBytes + kvBudget,
+    ),
+    t(8, "fidelity (npm run fidelity)", "-", "-", undefined, ">= 99% decisive top-1", undefined),
+  ];
+
+  const report = {
+    machine: { cpu: cpus()[0]?.model, logicalCpus: cpus().length, node: process.version },
+    model: MODEL,
+    runs: RUNS,
+    ortserveThreads: THREADS,
+    weightBytes,
+    readBandwidthBytesPerSecond: bandwidth,
+    rooflineTokensPerSecond: roofline,
+    ortserve: ours,
+    llamaCpp: peer,
+    targets,
+  };
+  mkdirSync(args.out, { recursive: true });
+  writeFileSync(join(args.out, "targets.json"), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(
+    join(args.out, "throughput-vs-concurrency.svg"),
+    lineChart(
+      [
+        { name: "ortserve", points: STREAMS.map((n) => [n, ours.aggregate[n]!]) },
+        { name: "llama.cpp (node-llama-cpp)", points: STREAMS.map((n) => [n, peer.aggregate[n]!]) },
+      ],
+      { title: `${MODEL}: aggregate decode`, xLabel: "concurrent streams", yLabel: "tokens / s" },
+    ),
+  );
+  writeFileSync(
+    join(args.out, "ttft-vs-prompt.svg"),
+    lineChart(
+      [
+        { name: "ortserve", points: TTFT_PROMPTS.map((n) => [n, ours.ttft[n]! * 1000]) },
+        { name: "llama.cpp (node-llama-cpp)", points: TTFT_PROMPTS.map((n) => [n, peer.ttft[n]! * 1000]) },
+      ],
+      { title: `${MODEL}: time to first token`, xLabel: "prompt tokens", yLabel: "ms" },
+    ),
+  );
+  if (args.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  console.log(
+    `${MODEL} (${basename(onnx)}, ${fmt(weightBytes / 2 ** 20)} MiB), read bandwidth ${fmt(bandwidth / 1e9)} GB/s, ` +
+      `ortserve ${THREADS} threads, median of ${RUNS}`,
+  );
+  console.log("| # | target | ortserve | peer | ratio | goal | met |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const x of targets)
+    console.log(
+      `| ${x.id} | ${x.name} | ${x.ours} | ${x.peer} | ${x.ratio === undefined ? "-" : x.ratio.toFixed(2)} | ${x.goal} | ${x.met === undefined ? "not measured here" : x.met ? "met" : "not met"} |`,
+    );
+}
+
+await main();
