@@ -80,4 +80,20 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     expect(positions(kv, 0, 6)).toEqual(row1);
     expect(positions(kv, 1, 6)).toEqual(row0);
   });
+
+  it("gives memory back when far more is held than the live rows use, keeping their data", () => {
+    const kv = new KvSlots(shape, 16, 2048, 8);
+    fill(kv, 1, 5);
+    const before = positions(kv, 1, 5);
+    kv.ensureRows(16);
+    kv.ensurePositions(1500);
+    const big = kv.bytes;
+    // Within twice the need: nothing moves.
+    kv.shrinkTo(16, 1000);
+    expect(kv.bytes).toBe(big);
+    kv.shrinkTo(2, 5);
+    expect(kv.bytes).toBeLessThan(big / 50);
+    expect(kv.capacity).toBeGreaterThanOrEqual(5);
+    expect(positions(kv, 1, 5)).toEqual(before);
+  });
 });

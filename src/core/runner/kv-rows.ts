@@ -29,4 +29,6 @@ export interface KvRows {
   saveBlock(row: number, start: number, length: number): KvBlock;
   /** Writes a saved block back at `start` of a row. */
   loadBlock(block: KvBlock, row: number, start: number): void;
+  /** Live data fits in rows [0, rows) × `positions`: memory held far beyond that may be given back. */
+  shrinkTo(rows: number, positions: number): void;
 }

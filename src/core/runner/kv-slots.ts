@@ -52,7 +52,10 @@ export class KvSlots implements KvRows {
     this.rows = Math.min(ROW_STEP, maxRows);
     this.maxPositions = maxPositions;
     this.positions = Math.min(initialPositions, maxPositions);
-    this.buffers = this.allocate(this.positions);
+    this.buffers = Array.from(
+      { length: shape.layers * 2 },
+      () => new Float32Array(this.rows * this.rowFloats(this.positions)),
+    );
   }
 
   get capacity(): number {
@@ -74,25 +77,28 @@ export class KvSlots implements KvRows {
     return this.shape.kvHeads * positions * this.shape.headDim;
   }
 
-  private allocate(positions: number): Float32Array[] {
-    return Array.from(
-      { length: this.shape.layers * 2 },
-      () => new Float32Array(this.rows * this.rowFloats(positions)),
-    );
+  /** Re-lays the buffers out as [rows, kv_heads, positions, head_dim], keeping what fits. */
+  private relayout(rows: number, positions: number): void {
+    const { kvHeads, headDim } = this.shape;
+    const keepRows = Math.min(rows, this.rows);
+    const oldSpan = this.positions * headDim;
+    const newSpan = positions * headDim;
+    const keep = Math.min(oldSpan, newSpan);
+    this.buffers = this.buffers.map((old) => {
+      const next = new Float32Array(rows * kvHeads * newSpan);
+      for (let s = 0; s < keepRows * kvHeads; s++)
+        next.set(old.subarray(s * oldSpan, s * oldSpan + keep), s * newSpan);
+      return next;
+    });
+    this.rows = rows;
+    this.positions = positions;
   }
 
   /** Makes room for rows [0, needed) (rows are the outer dimension: growing keeps every offset). */
   ensureRows(needed: number): void {
     if (needed <= this.rows) return;
     if (needed > this.maxRows) throw new Error(`KV cache: ${needed} rows exceed ${this.maxRows}`);
-    const next = Math.min(this.maxRows, Math.ceil(needed / ROW_STEP) * ROW_STEP);
-    const rowFloats = this.rowFloats(this.positions);
-    this.buffers = this.buffers.map((old) => {
-      const grown = new Float32Array(next * rowFloats);
-      grown.set(old);
-      return grown;
-    });
-    this.rows = next;
+    this.relayout(Math.min(this.maxRows, Math.ceil(needed / ROW_STEP) * ROW_STEP), this.positions);
   }
 
   /** Makes room for `needed` positions per row (re-laying out the buffers when it grows). */
@@ -100,17 +106,24 @@ export class KvSlots implements KvRows {
     if (needed <= this.positions) return;
     if (needed > this.maxPositions)
       throw new Error(`KV cache: ${needed} positions exceed ${this.maxPositions}`);
-    const next = Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP);
-    const old = this.buffers;
-    const oldPositions = this.positions;
-    this.buffers = this.allocate(next);
-    const { kvHeads, headDim } = this.shape;
-    const oldSpan = oldPositions * headDim;
-    const newSpan = next * headDim;
-    for (let b = 0; b < old.length; b++)
-      for (let s = 0; s < this.rows * kvHeads; s++)
-        this.buffers[b]!.set(old[b]!.subarray(s * oldSpan, (s + 1) * oldSpan), s * newSpan);
-    this.positions = next;
+    this.relayout(this.rows, Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP));
+  }
+
+  /**
+   * Gives memory back once far more is held than the live rows use (rows [0, rows) holding at most
+   * `positions` positions), so one long request or a burst of requests does not keep the cache
+   * large for good. Twice the need is tolerated, so steady traffic never re-lays out.
+   */
+  shrinkTo(rows: number, positions: number): void {
+    const wantRows = Math.max(ROW_STEP, Math.ceil(rows / ROW_STEP) * ROW_STEP);
+    const wantPositions = Math.max(GROWTH_STEP, Math.ceil(positions / GROWTH_STEP) * GROWTH_STEP);
+    const rowsOver = this.rows > 2 * wantRows;
+    const positionsOver = this.positions > 2 * wantPositions;
+    if (!rowsOver && !positionsOver) return;
+    this.relayout(
+      rowsOver ? Math.min(wantRows, this.maxRows) : this.rows,
+      positionsOver ? Math.min(wantPositions, this.maxPositions) : this.positions,
+    );
   }
 
   /** Copies the first `length` positions of row `from` into row `to` (forks, compaction, prefix hits). */

@@ -176,6 +176,11 @@ export class Scheduler {
   /** Removes finished rows, moving the last decoding row (and the prefilling row) down into the gaps. */
   compact(): void {
     for (let r = this.decoding.length - 1; r >= 0; r--) if (this.decoding[r]!.seq.finished) this.removeRow(r);
+    // One long request or a burst must not keep the cache (and every step's tensors) large for good.
+    const rows = this.decoding.length + (this.prefilling ? 1 : 0);
+    let positions = this.prefilling?.computed ?? 0;
+    for (const d of this.decoding) positions = Math.max(positions, d.seq.length);
+    this.kv.shrinkTo(rows, positions);
   }
 
   private removeRow(row: number): void {
