@@ -10,6 +10,12 @@ import { nativeSessions } from "./native-session.ts";
 export interface SessionThreads {
   intraOpThreads?: number;
   interOpThreads?: number;
+  /**
+   * Native session only: every run writes its logits into one buffer kept by the session, so a
+   * result is valid until the next run (the engine consumes them within its step). Saves a
+   * rows × vocabulary allocation, and its garbage, per step.
+   */
+  reuseLogits?: boolean;
 }
 
 /**
@@ -38,6 +44,7 @@ export async function createDecoderSession(
     return nativeSessions.create(path, {
       intraOpThreads: intraOpNumThreads,
       interOpThreads: interOpNumThreads,
+      reuseLogits: threads.reuseLogits,
     });
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
   return InferenceSession.create(path, {
