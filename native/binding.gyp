@@ -1,9 +1,4 @@
 {
-  "variables": {
-    # The decoder session (src/session.cc) needs ONNX Runtime's C API header, vendored in
-    # include/onnxruntime/, and dlopen; without either only the kernels are built.
-    "ort_session%": "<!(node -p \"require('fs').existsSync('include/onnxruntime/onnxruntime_c_api.h') && process.platform !== 'win32'\")"
-  },
   "targets": [
     {
       "target_name": "ortserve_native",
@@ -28,17 +23,16 @@
     }
   ],
   "conditions": [
-    ["ort_session=='true'", {
+    # The decoder session (src/session.cc) declares the C API it calls itself (src/ort-api.h)
+    # and needs dlopen: built on Linux and macOS, x64 and arm64; elsewhere only the kernels.
+    ["(OS=='linux' or OS=='mac') and (target_arch=='x64' or target_arch=='arm64')", {
       "targets": [
         {
           # A separate addon, so a failure here never costs the kernels; it links no ONNX
           # Runtime library (it dlopens onnxruntime-node's at run time).
           "target_name": "ortserve_session",
           "sources": ["src/session.cc"],
-          "include_dirs": [
-            "<!(node -p \"require('node-addon-api').include_dir\")",
-            "include/onnxruntime"
-          ],
+          "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           # A run can settle while its worker thread is being torn down; the rejection it can no
           # longer deliver is dropped instead of aborting the process.
           "defines": [

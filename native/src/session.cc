@@ -8,19 +8,20 @@
 //
 // libonnxruntime is not linked: loadRuntime() dlopens the library that
 // onnxruntime-node ships (the same file its binding loads, so one runtime and
-// one OrtEnv serve both) and asks it for the C API of the vendored header
-// (include/onnxruntime/, ORT_API_VERSION 29; the API is append-only, so a
-// newer library serves it).
+// one OrtEnv serve both), checks that it is an ONNX Runtime 1.x the
+// declarations of ort-api.h hold for, and asks it for that C API version
+// (the API is append-only, so a newer library serves it).
 #include <dlfcn.h>
 #include <napi.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "onnxruntime_c_api.h"
+#include "ort-api.h"
 
 namespace {
 
@@ -63,6 +64,14 @@ size_t elementBytes(int type) {
   }
 }
 
+// Whether `version` ("major.minor.patch", maybe with a suffix) is a release ort-api.h holds for.
+bool supportedVersion(const std::string& version) {
+  int major = -1;
+  int minor = -1;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
+  return major == ortserve::kOrtMajor && minor >= ortserve::kOrtMinMinor;
+}
+
 // loadRuntime(path): dlopens libonnxruntime and returns its version string. Idempotent.
 Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -81,18 +90,27 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
         .ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  using GetApiBase = const OrtApiBase* (*)();
-  auto getApiBase = reinterpret_cast<GetApiBase>(dlsym(library, "OrtGetApiBase"));
+  auto getApiBase = reinterpret_cast<OrtGetApiBaseFunction>(dlsym(library, "OrtGetApiBase"));
   const OrtApiBase* base = getApiBase != nullptr ? getApiBase() : nullptr;
-  if (base == nullptr) {
+  if (base == nullptr || base->GetVersionString == nullptr || base->GetApi == nullptr) {
     Napi::Error::New(env, path + " has no OrtGetApiBase").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  std::string version = base->GetVersionString();
-  const OrtApi* api = base->GetApi(ORT_API_VERSION);
+  const char* reported = base->GetVersionString();
+  std::string version = reported != nullptr ? reported : "";
+  // The table layout of ort-api.h holds for ONNX Runtime 1.x from the version that added its
+  // last slot: anything else is refused here rather than called through a wrong table.
+  if (!supportedVersion(version)) {
+    Napi::Error::New(env, path + " is ONNX Runtime '" + version + "'; the native session supports " +
+                              std::to_string(ortserve::kOrtMajor) + "." + std::to_string(ortserve::kOrtMinMinor) +
+                              " and later " + std::to_string(ortserve::kOrtMajor) + ".x")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const OrtApi* api = base->GetApi(ortserve::kOrtApiVersion);
   if (api == nullptr) {
     Napi::Error::New(env, "ONNX Runtime " + version + " does not serve C API version " +
-                              std::to_string(ORT_API_VERSION) + " (the vendored header's)")
+                              std::to_string(ortserve::kOrtApiVersion))
         .ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -498,7 +516,7 @@ void RunWorker::OnError(const Napi::Error& error) { deferred_.Reject(error.Value
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
-  exports.Set("apiVersion", Napi::Number::New(env, ORT_API_VERSION));
+  exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
   exports.Set("Session", Session::Define(env));
   return exports;
 }

@@ -54,7 +54,7 @@ interface RawSession {
 }
 
 interface SessionAddon {
-  /** The C API version the addon was built for (its vendored header). */
+  /** The ONNX Runtime C API version the addon requests (native/src/ort-api.h). */
   readonly apiVersion: number;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
