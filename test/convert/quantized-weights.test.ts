@@ -6,6 +6,7 @@ import {
   packNBits,
   quantize8,
   unpermuteLlamaRows,
+  withBlockSumRows,
 } from "../../src/models/convert/quantized-weights.ts";
 import { dequantize } from "../../src/models/gguf/dequantize.ts";
 import { quantize } from "../../src/models/gguf/quantize.ts";
@@ -79,6 +80,32 @@ describe("GGUF blocks → MatMulNBits", () => {
     );
     const c = offsetMatrix(w);
     for (let r = 0; r < 3; r++) for (let b = 0; b < 2; b++) expect(c[b * 3 + r]).toBe(w.offsets![r * 2 + b]);
+  });
+
+  it("block-sum rows follow the weight rows unchanged and select one input block each", () => {
+    const a = quantize(GgmlType.Q4_1, randomRows(2, 96, 5));
+    const q4 = packNBits(GgmlType.Q4_1, a, 2, 96, () => new Float32Array());
+    const q8 = concatNBits([
+      q4,
+      packNBits(
+        GgmlType.Q8_0,
+        quantize(GgmlType.Q8_0, randomRows(1, 96, 6)),
+        1,
+        96,
+        () => new Float32Array(),
+      ),
+    ]);
+    for (const w of [q4, q8]) {
+      const plain = { ...w, offsets: undefined };
+      const ext = withBlockSumRows(w);
+      expect(ext.n).toBe(w.n + 3);
+      expect(ext.offsets).toBeUndefined();
+      for (let c = 0; c < 96; c++) {
+        for (let r = 0; r < w.n; r++) expect(nbitsValue(ext, r, c)).toBe(nbitsValue(plain, r, c));
+        for (let b = 0; b < 3; b++)
+          expect(nbitsValue(ext, w.n + b, c)).toBe(Math.floor(c / 32) === b ? 1 : 0);
+      }
+    }
   });
 
   it("symmetric 8-bit requantization stays within half a step", () => {

@@ -15,7 +15,7 @@ import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
 
 /** Bumped whenever converted output changes, so cached conversions are redone. */
-export const CONVERTER_VERSION = "3";
+export const CONVERTER_VERSION = "4";
 
 export interface ConvertOptions {
   format: WeightFormat;

@@ -5,14 +5,17 @@
  *           num_logits_to_keep (scalar, optional, default 0 = every position; k = the last k)
  *   outputs logits [batch, seq|k, vocab], present.{i}.key/value [batch, kv_heads, past+seq, head_dim]
  *
- * CPU recipe: packed QKV and gate/up projections, com.microsoft RotaryEmbedding driven by
- * position_ids, GroupQueryAttention (KV heads shared without copies; seqlens from the mask),
- * SkipSimplifiedLayerNormalization fusing each residual add with the next RMSNorm.
+ * CPU recipe (onnxruntime-genai's: 11 nodes per layer, plus Split, MatMul and Add per projection
+ * for weights with per-block offsets such as Q4_1): packed QKV and gate/up projections;
+ * GroupQueryAttention on the packed QKV with its own rotary (do_rotary, cos/sin caches, fed
+ * position_ids; KV heads shared without copies; seqlens from the mask); SkipSimplifiedLayerNormalization
+ * fusing each residual add with the next RMSNorm. Per-node overhead dominates single-token decode at
+ * this model size, so the graph is kept to as few nodes as the exact weight mapping allows.
  */
 import type { Hyperparameters } from "./architectures.ts";
 import type { GraphBuilder } from "./onnx/graph-builder.ts";
 import { OnnxDataType } from "./onnx/proto.ts";
-import { type NBitsWeight, offsetMatrix } from "./quantized-weights.ts";
+import { type NBitsWeight, offsetMatrix, withBlockSumRows } from "./quantized-weights.ts";
 
 const MS = "com.microsoft";
 const F = OnnxDataType.FLOAT;
@@ -67,7 +70,6 @@ function transpose(values: Float32Array, rows: number, cols: number): Float32Arr
 }
 
 class DecoderGraphEmitter {
-  private readonly blockSums = new Map<string, string>();
   private readonly g: GraphBuilder;
   private readonly hp: Hyperparameters;
   private readonly accuracyLevel: number;
@@ -87,16 +89,6 @@ class DecoderGraphEmitter {
     }
     const q = w.weight;
     const blocks = q.k / q.blockSize;
-    const data = g.initializer(
-      `${name}.qweight`,
-      OnnxDataType.UINT8,
-      [q.n, blocks, (q.blockSize * q.bits) / 8],
-      q.data,
-    );
-    const scales = g.initializer(`${name}.scales`, F, [q.n, blocks], q.scales);
-    const offsets = q.offsets
-      ? g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q))
-      : undefined;
     const attrs = {
       K: q.k,
       N: q.n,
@@ -104,47 +96,40 @@ class DecoderGraphEmitter {
       block_size: q.blockSize,
       accuracy_level: this.accuracyLevel,
     };
-    return (input) => {
-      const y = g.op("MatMulNBits", [input, data, scales], `${name}.out`, attrs, MS);
-      if (!offsets) return y;
-      const corr = g.op("MatMul", [this.blockSum(input, q.blockSize, blocks), offsets], `${name}.offset`);
-      return g.op("Add", [y, corr], `${name}.sum`);
-    };
-  }
-
-  /** Sums of the input over each weight block, shared by every projection reading the same input. */
-  private blockSum(input: string, blockSize: number, blocks: number): string {
-    const key = `${input}/${blockSize}`;
-    let sum = this.blockSums.get(key);
-    if (!sum) {
-      const g = this.g;
-      let shaped = g.op("Reshape", [input, g.int64s([0, 0, blocks, blockSize])], `${input}.blocks`);
-      if (this.accuracyLevel === 4) {
-        // With int8 activations, sum the activations as the kernel sees them (per-block absmax int8,
-        // as llama.cpp's Q8_1 blocks do), so the offset term matches the quantized product.
-        const amax = g.op(
-          "ReduceMax",
-          [g.op("Abs", [shaped], `${input}.abs`), g.int64s([-1])],
-          `${input}.amax`,
-          {
-            keepdims: 1,
-          },
-        );
-        const d = g.op(
-          "Div",
-          [
-            g.op("Max", [amax, g.scalar(1e-30, OnnxDataType.FLOAT)], `${input}.amax_nz`),
-            g.scalar(127, OnnxDataType.FLOAT),
-          ],
-          `${input}.qscale`,
-        );
-        const q = g.op("Round", [g.op("Div", [shaped, d], `${input}.scaled`)], `${input}.q8`);
-        shaped = g.op("Mul", [q, d], `${input}.dq8`);
-      }
-      sum = g.op("ReduceSum", [shaped, g.int64s([-1])], `${input}.block_sums`, { keepdims: 0 });
-      this.blockSums.set(key, sum);
+    const stored = (weight: NBitsWeight, suffix: string) => [
+      g.initializer(
+        `${name}.qweight${suffix}`,
+        OnnxDataType.UINT8,
+        [weight.n, blocks, (weight.blockSize * weight.bits) / 8],
+        weight.data,
+      ),
+      g.initializer(`${name}.scales${suffix}`, F, [weight.n, blocks], weight.scales),
+    ];
+    if (!q.offsets) {
+      const [data, scales] = stored(q, "");
+      return (input) => g.op("MatMulNBits", [input, data!, scales!], `${name}.out`, attrs, MS);
     }
-    return sum;
+    // Per-block offsets (Q4_1): y = A x W + blockSums(A) x C. The block sums come out of the same
+    // MatMulNBits as extra rows, so each projection costs MatMulNBits, Split, MatMul, Add.
+    const [data, scales] = stored(withBlockSumRows(q), "_with_sums");
+    const offsets = g.initializer(`${name}.block_offsets`, F, [blocks, q.n], offsetMatrix(q));
+    return (input) => {
+      const both = g.op(
+        "MatMulNBits",
+        [input, data!, scales!],
+        `${name}.out_and_sums`,
+        { ...attrs, N: q.n + blocks },
+        MS,
+      );
+      const [y, sums] = g.node(
+        "Split",
+        [both, g.int64s([q.n, blocks])],
+        [`${name}.out`, `${name}.block_sums`],
+        { axis: -1 },
+      );
+      const corr = g.op("MatMul", [sums!, offsets], `${name}.offset`);
+      return g.op("Add", [y!, corr], `${name}.sum`);
+    };
   }
 
   /** Embedding lookup; for 8-bit blocks the gathered rows are dequantized in the graph. */
@@ -223,42 +208,32 @@ class DecoderGraphEmitter {
       },
     );
 
-    const qSize = hp.heads * hp.headDim;
-    const kvSize = hp.kvHeads * hp.headDim;
     for (let l = 0; l < hp.layers; l++) {
       const p = `layers.${l}`;
       const qkv = this.linear(`${p}.qkv_proj`, weights.qkv(l))(normed);
-      const [q, k, v] = g.node(
-        "Split",
-        [qkv, g.int64s([qSize, kvSize, kvSize])],
-        [`${p}.q`, `${p}.k`, `${p}.v`],
-        { axis: -1 },
-      );
-      const rope = (x: string, heads: number) =>
-        g.op(
-          "RotaryEmbedding",
-          [x, positions, cosCache, sinCache],
-          `${x}_rot`,
-          { interleaved: 0, num_heads: heads },
-          MS,
-        );
+      // GroupQueryAttention rotates Q and K itself, at the positions fed in position_ids (input 9), so
+      // chunked prefills and ragged batched rows rotate exactly as a separate RotaryEmbedding would.
       const [attn] = g.node(
         "GroupQueryAttention",
         [
-          rope(q!, hp.heads),
-          rope(k!, hp.kvHeads),
-          v!,
+          qkv,
+          "",
+          "",
           `past_key_values.${l}.key`,
           `past_key_values.${l}.value`,
           seqlensK,
           totalLen,
+          cosCache,
+          sinCache,
+          positions,
         ],
         [`${p}.attn`, `present.${l}.key`, `present.${l}.value`],
         {
           num_heads: hp.heads,
           kv_num_heads: hp.kvHeads,
           scale: { float: 1 / Math.sqrt(hp.headDim) },
-          do_rotary: 0,
+          do_rotary: 1,
+          rotary_interleaved: 0,
           local_window_size: -1,
         },
         MS,

@@ -8,7 +8,8 @@
  *   Q4_1: d*q + m = d*(q-8) + c   → 4-bit, scale d, per-block offset c = m + 8d
  * A per-block offset c cannot be expressed as an integer zero point (float zero points force a slow
  * full dequantization on every call), so it is returned separately: the graph adds
- * blockSums(A) x C, where C[block, n] = c. Other types are dequantized and requantized to 8-bit
+ * blockSums(A) x C, where C[block, n] = c, taking the block sums from extra output rows appended to
+ * the weight (`withBlockSumRows`). Other types are dequantized and requantized to 8-bit
  * blocks of 32 (symmetric, round to nearest), which keeps the error far below their own.
  */
 import { fp16ToFloat32 } from "../gguf/half.ts";
@@ -157,6 +158,33 @@ function widenTo8(w: NBitsWeight): NBitsWeight {
       data[b * w.blockSize + 2 * j + 1] = (byte >> 4) - 8 + 128;
     }
   return { ...w, bits: 8, data };
+}
+
+/**
+ * The weight with one extra output row per input block: row b has quants 1 over block b and 0
+ * elsewhere (scale 1), so the same MatMulNBits also returns blockSums(A) as its last k/blockSize
+ * outputs. With accuracy_level 4 these are the sums of the int8-quantized activations the kernel
+ * multiplies (per-block absmax int8, like llama.cpp's Q8_1 sums), at the cost of a few extra rows
+ * instead of a separate reduction subgraph.
+ */
+export function withBlockSumRows(w: NBitsWeight): NBitsWeight {
+  const blocks = w.k / w.blockSize;
+  const blockBytes = (w.blockSize * w.bits) / 8;
+  // Default zero points: 8 (4-bit), 128 (8-bit); each nibble/byte holds zero point + 0 or + 1.
+  const zero = w.bits === 4 ? 0x88 : 128;
+  const one = w.bits === 4 ? 0x99 : 129;
+  const data = new Uint8Array((w.n + blocks) * blocks * blockBytes);
+  data.set(w.data);
+  const base = w.n * blocks;
+  data.fill(zero, base * blockBytes);
+  const scales = new Float32Array((w.n + blocks) * blocks);
+  scales.set(w.scales);
+  for (let b = 0; b < blocks; b++) {
+    const at = base + b * blocks + b;
+    data.fill(one, at * blockBytes, (at + 1) * blockBytes);
+    scales[at] = 1;
+  }
+  return { bits: w.bits, blockSize: w.blockSize, n: w.n + blocks, k: w.k, data, scales };
 }
 
 /** Transposes per-row block offsets [n, blocks] into the [blocks, n] matrix C the graph multiplies by. */
