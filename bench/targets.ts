@@ -5,18 +5,25 @@
  * repetitions. Prints a table (figure, peer, ratio, met), writes bench/results/targets.json and two
  * charts (throughput vs concurrency, TTFT vs prompt length).
  *
- *   node bench/targets.ts [--runs 3] [--threads 2] [--out bench/results] [--json]
+ * Target 6 starts a real `ortserve serve` process and llama.cpp's `llama-server` (built once, see
+ * bench/llama-server.ts) and puts the same 16-stream client load on both (bench/http-load.ts).
+ *
+ *   node bench/targets.ts [--runs 3] [--threads 2] [--out bench/results] [--json] [--skip-llama-server]
  */
-import { mkdirSync, statSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { readModelConfig } from "../src/core/model/model-config.ts";
 import { weightPath } from "../src/core/model/model-files.ts";
+import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
 import { Engine, type GenerateRequest } from "../src/engine/engine.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { startServerProcess } from "../test/e2e/server-process.ts";
 import { readBandwidth } from "./bandwidth.ts";
+import { httpLoad } from "./http-load.ts";
 import { openLlamaEngine } from "./llama-engine.ts";
+import { ensureLlamaServer, startLlamaServer } from "./llama-server.ts";
 import { benchPrompt } from "./prompt.ts";
 import { openLlamaServing } from "./serving-llama.ts";
 import { median, nowSeconds } from "./stats.ts";
@@ -28,6 +35,7 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     out: { type: "string", default: join(dirname(new URL(import.meta.url).pathname), "results") },
     json: { type: "boolean", default: false },
+    "skip-llama-server": { type: "boolean", default: false },
   },
 });
 const RUNS = Number(args.runs);
@@ -198,6 +206,67 @@ async function llamaCpp(text: number[], streams: number[][]) {
   return { single, prefill1024, ttft, aggregate };
 }
 
+/** Target 6: the same 16-stream HTTP load on a real `ortserve serve` process and on llama-server. */
+async function http(prompts: string[]) {
+  const measure = async (baseURL: string, apiKey: string, extraBody: () => Record<string, unknown>) => {
+    const load = () => httpLoad({ baseURL, apiKey, model: MODEL, prompts, maxTokens: 128, extraBody });
+    await httpLoad({ baseURL, apiKey, model: MODEL, prompts: prompts.slice(0, 2), maxTokens: 8, extraBody });
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await load());
+    const r = runs.map((x) => x.tokensPerSecond);
+    const mid = runs.find((x) => x.tokensPerSecond === median(r)) ?? runs[0]!;
+    return {
+      tokensPerSecond: median(r),
+      medianTtft: mid.medianTtft,
+      promptTokens: mid.results.map((x) => x.promptTokens ?? 0),
+      completionTokens: mid.results.reduce((s, x) => s + x.completionTokens, 0),
+      tokensFromUsage: mid.results.every((x) => x.fromUsage),
+    };
+  };
+  // ortserve as `npm start` runs it, shaped like the in-process engine; the prefix cache is kept
+  // out of the way with a fresh cache_salt per request, as in-process.
+  const tmp = mkdtempSync(join(tmpdir(), "ortserve-bench-"));
+  const apiKey = `bench-${process.pid}`;
+  const server = await startServerProcess({
+    modelsDir: dirname(MODEL_DIR),
+    dbPath: join(tmp, "ortserve.db"),
+    apiKey,
+    // Shaped like openEngine(); later flags win over the helper's own --max-num-seqs 8.
+    extraArgs: [
+      "--threads",
+      `${THREADS}`,
+      "--max-num-seqs",
+      `${MAX_NUM_SEQS}`,
+      "--max-model-len",
+      `${MAX_MODEL_LEN}`,
+    ],
+  });
+  let ortserveHttp: Awaited<ReturnType<typeof measure>>;
+  try {
+    ortserveHttp = await measure(`${server.url}/v1`, apiKey, () => ({ cache_salt: `http-${++salt}` }));
+  } finally {
+    await server.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  log(`ortserve HTTP 16 streams: ${ortserveHttp.tokensPerSecond.toFixed(1)} tok/s`);
+  if (args["skip-llama-server"]) return { ortserve: ortserveHttp, llamaServer: undefined };
+  // llama-server: 16 slots of 512 tokens (prompt + 128 new fit), its prompt cache off; 1 and 2 threads.
+  let best: (Awaited<ReturnType<typeof measure>> & { threads: number }) | undefined;
+  const byThreads: Record<number, number> = {};
+  for (const threads of [1, 2]) {
+    const llama = await startLlamaServer({ gguf: GGUF, parallel: 16, ctxSize: 16 * 512, threads });
+    try {
+      const m = await measure(llama.baseURL, "none", () => ({ cache_prompt: false }));
+      byThreads[threads] = m.tokensPerSecond;
+      log(`llama-server ${threads} threads, 16 streams: ${m.tokensPerSecond.toFixed(1)} tok/s`);
+      if (!best || m.tokensPerSecond > best.tokensPerSecond) best = { ...m, threads };
+    } finally {
+      await llama.stop();
+    }
+  }
+  return { ortserve: ortserveHttp, llamaServer: { ...best!, byThreads } };
+}
+
 interface Target {
   id: number;
   name: string;
@@ -213,6 +282,7 @@ function fmt(v: number, digits = 1): string {
 }
 
 async function main(): Promise<void> {
+  if (!args["skip-llama-server"]) await ensureLlamaServer();
   const text = await benchPrompt(MODEL_DIR, 1600);
   // Distinct 64-token prompts, one per stream, none sharing a prefix block.
   const streams = Array.from({ length: 16 }, (_, i) => text.slice(i * 90, i * 90 + 64));
@@ -228,6 +298,9 @@ async function main(): Promise<void> {
   const ours = await ortserve(text, streams);
   log("measuring llama.cpp");
   const peer = await llamaCpp(text, streams);
+  log("measuring HTTP: ortserve serve and llama-server");
+  const tokenizer = await loadTransformersTokenizer(MODEL_DIR);
+  const web = await http(streams.map((ids) => tokenizer.decode(ids)));
 
   const roofline = bandwidth / weightBytes;
   const t = (
@@ -323,7 +396,24 @@ async function main(): Promise<void> {
       "<= 0.1",
       ours.prefixHit <= 0.1 * ours.prefixCold,
     ),
-    t(6, "HTTP 16 streams vs in-process; vs llama-server", "-", "-", undefined, ">= 0.95; > 1x", undefined),
+    t(
+      6,
+      "HTTP 16 streams vs in-process 16 streams",
+      fmt(web.ortserve.tokensPerSecond),
+      `${fmt(ours.aggregate[16]!)} (own, in-process)`,
+      web.ortserve.tokensPerSecond / ours.aggregate[16]!,
+      ">= 0.95",
+      web.ortserve.tokensPerSecond >= 0.95 * ours.aggregate[16]!,
+    ),
+    t(
+      6,
+      "HTTP 16 streams vs llama-server",
+      fmt(web.ortserve.tokensPerSecond),
+      web.llamaServer ? `${fmt(web.llamaServer.tokensPerSecond)} (${web.llamaServer.threads} thr)` : "-",
+      web.llamaServer && web.ortserve.tokensPerSecond / web.llamaServer.tokensPerSecond,
+      "> 1x",
+      web.llamaServer && web.ortserve.tokensPerSecond > web.llamaServer.tokensPerSecond,
+    ),
     t(
       7,
       "peak RSS MB, 16 streams",
@@ -346,6 +436,7 @@ async function main(): Promise<void> {
     rooflineTokensPerSecond: roofline,
     ortserve: ours,
     llamaCpp: peer,
+    http: web,
     targets,
   };
   mkdirSync(args.out, { recursive: true });
@@ -356,6 +447,15 @@ async function main(): Promise<void> {
       [
         { name: "ortserve", points: STREAMS.map((n) => [n, ours.aggregate[n]!]) },
         { name: "llama.cpp (node-llama-cpp)", points: STREAMS.map((n) => [n, peer.aggregate[n]!]) },
+        { name: "ortserve over HTTP", points: [[16, web.ortserve.tokensPerSecond]] },
+        ...(web.llamaServer
+          ? [
+              {
+                name: "llama-server over HTTP",
+                points: [[16, web.llamaServer.tokensPerSecond] as [number, number]],
+              },
+            ]
+          : []),
       ],
       { title: `${MODEL}: aggregate decode`, xLabel: "concurrent streams", yLabel: "tokens / s" },
     ),
