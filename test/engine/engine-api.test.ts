@@ -68,13 +68,23 @@ describe.skipIf(!hasModel("q4"))("Engine (in-process API) on the default model",
   });
 
   it("text, token-id and chat prompts of the same tokens give the same output", async () => {
-    const prepared = engine.prepare(chat("Say hello.", 6));
+    // Each computes its whole prompt: a prefix-cache hit changes how the q4 graph's int8
+    // activations are chunked, which may flip a near tie (covered in engine.test.ts on fp32).
+    const params = (cacheSalt: string) => ({ maxTokens: 6, cacheSalt, sampling: { temperature: 0 } });
+    const prepared = engine.prepare({ ...chat("Say hello.", 6), params: params("a") });
     const text = (prepared.request.prompt as { text: string }).text;
     expect(text).toContain("<|im_start|>user");
-    const params = { maxTokens: 6, sampling: { temperature: 0 } };
     const a = await engine.generate(prepared);
-    const b = await engine.generate({ model: MODEL_ID, prompt: { text, addSpecialTokens: false }, params });
-    const c = await engine.generate({ model: MODEL_ID, prompt: { tokenIds: encode(text) }, params });
+    const b = await engine.generate({
+      model: MODEL_ID,
+      prompt: { text, addSpecialTokens: false },
+      params: params("b"),
+    });
+    const c = await engine.generate({
+      model: MODEL_ID,
+      prompt: { tokenIds: encode(text) },
+      params: params("c"),
+    });
     expect(b.choices[0]!.tokenIds).toEqual(a.choices[0]!.tokenIds);
     expect(c.choices[0]!.tokenIds).toEqual(a.choices[0]!.tokenIds);
     expect(c.promptTokenIds).toEqual(a.promptTokenIds);
