@@ -27,6 +27,8 @@ export interface KvRows {
   moveRows(moves: readonly RowMove[]): void;
   /** Saves positions [start, start + length) of a row. */
   saveBlock(row: number, start: number, length: number): KvBlock;
+  /** Makes room for rows [0, rows) × `positions` at once (one re-layout instead of one per block). */
+  reserve(rows: number, positions: number): void;
   /** Writes a saved block back at `start` of a row. */
   loadBlock(block: KvBlock, row: number, start: number): void;
   /** Live data fits in rows [0, rows) × `positions`: memory held far beyond that may be given back. */

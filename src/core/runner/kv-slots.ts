@@ -109,6 +109,11 @@ export class KvSlots implements KvRows {
     this.relayout(this.rows, Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP));
   }
 
+  reserve(rows: number, positions: number): void {
+    this.ensureRows(rows);
+    this.ensurePositions(positions);
+  }
+
   /**
    * Gives memory back once far more is held than the live rows use (rows [0, rows) holding at most
    * `positions` positions), so one long request or a burst of requests does not keep the cache

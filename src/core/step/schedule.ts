@@ -135,6 +135,8 @@ export class Scheduler {
     const keys = this.prefixKeys(a).slice(0, Math.floor((a.promptIds.length - 1) / PREFIX_BLOCK));
     const blocks = this.prefixCache.lookup(keys);
     const row = this.decoding.length;
+    // Growing the cache block by block would re-lay it out once per 64 positions.
+    if (blocks.length > 0) this.kv.reserve(row + 1, blocks.length * PREFIX_BLOCK);
     blocks.forEach((block, i) => {
       this.kv.loadBlock(block, row, i * PREFIX_BLOCK);
     });
