@@ -9,7 +9,7 @@ import { completeRequest, type GenerateParams } from "../core/request-defaults.t
 import { RequestError } from "../core/request-error.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
-import { invalidRequest } from "../errors.ts";
+import { engineErrorToApiError, invalidRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 
 export type { GenerationDefaults };
@@ -37,7 +37,7 @@ export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOption
       opts.generationDefaults,
     );
   } catch (err) {
-    if (err instanceof RequestError) throw invalidRequest(err.message, err.param ?? null);
+    if (err instanceof RequestError) throw engineErrorToApiError(err);
     throw err;
   }
 }
