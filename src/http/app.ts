@@ -116,12 +116,13 @@ export function createApp(deps: AppDeps): express.Express {
       api = internalError("The server hit an internal error.");
     }
     // A generation route's refusal gets its usage row like an answer does (once, before responding).
-    req.usage?.record(api.status);
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(api.status).json(api.toBody());
+    void (req.usage?.record(api.status) ?? Promise.resolve()).then(() => {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      res.status(api.status).json(api.toBody());
+    });
   });
   return app;
 }

@@ -43,13 +43,13 @@ export function generationRoute(service: GenerationEndpoint) {
     // The service set the outcome's status by the time its result (or its stream) is complete.
     const answered = () => usage.record(ctx.usage.status!);
     if (result.kind === "json") {
-      answered();
+      await answered();
       res.json(result.body);
-    } else if (result.kind === "closed") answered();
+    } else if (result.kind === "closed") await answered();
     else {
       const sse = new SseWriter(res);
       for await (const payload of result.frames) sse.send(payload);
-      answered();
+      await answered();
       if (!ctx.signal.aborted) sse.done();
     }
   };

@@ -2,7 +2,8 @@
  * The one place usage rows are written. Routes that declare `usage` get a per-request recorder,
  * armed before authentication so requests refused on the way in (bad body, bad project header)
  * are counted too. A row is written once per request, before its response completes: by the
- * route when it answers, or by the error handler when it refuses.
+ * route when it answers, or by the error handler when it refuses. Rows that end in the same turn
+ * of the event loop share one commit (UsageLog.commitUsage).
  */
 import type { NextFunction, Request, Response } from "express";
 import type { Logger } from "../observability/logger.ts";
@@ -16,7 +17,8 @@ declare module "express-serve-static-core" {
 }
 
 export interface UsageStore {
-  recordUsage(record: UsageRecord): void;
+  /** Resolves once the row is committed to disk. */
+  commitUsage(record: UsageRecord): Promise<void>;
 }
 
 /** Route metadata: which requests a usage row is armed for. */
@@ -47,14 +49,18 @@ export class RequestUsage {
     return this.tally;
   }
 
-  /** Writes the row (once; later calls do nothing). Requests without a valid key write none. */
-  record(status: number): void {
+  /**
+   * Writes the row (once; later calls do nothing) and resolves when it is on disk, so the response
+   * can finish after it. Requests without a valid key write none. Never rejects: a row that cannot
+   * be written is logged.
+   */
+  async record(status: number): Promise<void> {
     const caller = this.req.caller;
     if (this.recorded || !caller) return;
     this.recorded = true;
     const t = this.tally;
     try {
-      this.store.recordUsage({
+      await this.store.commitUsage({
         keyId: caller.keyId ?? undefined,
         team: caller.team ?? undefined,
         project: caller.project ?? undefined,

@@ -1,8 +1,8 @@
 /**
- * Usage records: one row per request, written synchronously (and fsynced, see db.ts) before
- * the response completes, so a request that was answered is a request that was counted.
+ * Usage records: one row per request, committed (and fsynced, see db.ts) before the response
+ * completes, so a request that was answered is a request that was counted.
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { invalidRequest } from "../errors.ts";
 
 export interface UsageRecord {
@@ -74,6 +74,33 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2
  * The instant in the form stored in the database (Date#toISOString), or a RangeError.
  * A date alone means midnight UTC; a time without an offset is local time.
  */
+interface PendingRow {
+  row: SQLInputValue[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** The INSERT parameters of a record, validated. */
+function usageRow(record: UsageRecord): SQLInputValue[] {
+  const latency = record.latencyMs;
+  if (!Number.isFinite(latency) || latency < 0)
+    throw new RangeError(`latencyMs must be a non-negative number (got ${latency})`);
+  return [
+    toIsoTime(record.time ?? new Date()),
+    record.keyId ?? null,
+    record.team ?? null,
+    record.project ?? null,
+    record.model,
+    record.checkpoint ?? null,
+    record.requestId ?? null,
+    count("promptTokens", record.promptTokens),
+    count("completionTokens", record.completionTokens),
+    count("cachedTokens", record.cachedTokens),
+    latency,
+    count("status", record.status),
+  ];
+}
+
 export function toIsoTime(value: Date | string): string {
   if (typeof value === "string" && !ISO_TIME.test(value))
     throw new RangeError(`not an ISO-8601 date/time: "${value}"`);
@@ -85,6 +112,7 @@ export function toIsoTime(value: Date | string): string {
 export class UsageLog {
   readonly #db: DatabaseSync;
   readonly #insert: StatementSync;
+  #pending: PendingRow[] = [];
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -95,23 +123,58 @@ export class UsageLog {
 
   /** Stores one request's usage; returns once the row is committed to disk. */
   recordUsage(record: UsageRecord): void {
-    const latency = record.latencyMs;
-    if (!Number.isFinite(latency) || latency < 0)
-      throw new RangeError(`latencyMs must be a non-negative number (got ${latency})`);
-    this.#insert.run(
-      toIsoTime(record.time ?? new Date()),
-      record.keyId ?? null,
-      record.team ?? null,
-      record.project ?? null,
-      record.model,
-      record.checkpoint ?? null,
-      record.requestId ?? null,
-      count("promptTokens", record.promptTokens),
-      count("completionTokens", record.completionTokens),
-      count("cachedTokens", record.cachedTokens),
-      latency,
-      count("status", record.status),
-    );
+    this.#insert.run(...usageRow(record));
+  }
+
+  /**
+   * Stores one request's usage with group commit: the rows queued during one turn of the event
+   * loop are committed in one transaction at the next (one fsync for all of them: a batch step
+   * ends many requests at once, and an fsync per row stalls every stream). Resolves once this
+   * row is committed to disk; rejects if it was refused (its batch-mates are unaffected).
+   */
+  commitUsage(record: UsageRecord): Promise<void> {
+    let row: SQLInputValue[];
+    try {
+      row = usageRow(record);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ row, resolve, reject }) === 1) setImmediate(() => this.#commitPending());
+    });
+  }
+
+  #commitPending(): void {
+    const batch = this.#pending;
+    this.#pending = [];
+    const refused: [PendingRow, unknown][] = [];
+    try {
+      this.#db.exec("BEGIN IMMEDIATE");
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    // A row that breaks a constraint fails its own statement only; the transaction goes on.
+    for (const p of batch)
+      try {
+        this.#insert.run(...p.row);
+      } catch (err) {
+        refused.push([p, err]);
+      }
+    try {
+      this.#db.exec("COMMIT");
+    } catch (err) {
+      try {
+        this.#db.exec("ROLLBACK");
+      } catch {
+        // COMMIT's failure may already have ended the transaction.
+      }
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    const failed = new Set(refused.map(([p]) => p));
+    for (const [p, err] of refused) p.reject(err);
+    for (const p of batch) if (!failed.has(p)) p.resolve();
   }
 
   usageTotals(query: UsageTotalsQuery): UsageTotals[] {

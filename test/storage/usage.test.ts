@@ -125,4 +125,37 @@ describe("usage records", () => {
     expect(s.usage.usageTotals({ by: "model" })).toEqual([]);
     s.close();
   });
+
+  it("group commit: rows queued in one turn are committed together, each visible once its promise resolves", async () => {
+    const path = tempDb();
+    const server = openStorage(path);
+    const reader = openStorage(path);
+    const commits = Array.from({ length: 16 }, (_, i) =>
+      server.usage.commitUsage(record({ promptTokens: i })),
+    );
+    // Nothing is written before the batch commits at the next turn of the event loop.
+    expect(reader.usage.usageTotals({ by: "model" })).toEqual([]);
+    await Promise.all(commits);
+    const [totals] = reader.usage.usageTotals({ by: "model" });
+    expect(totals?.requests).toBe(16);
+    expect(totals?.promptTokens).toBe((15 * 16) / 2);
+    server.close();
+    reader.close();
+  });
+
+  it("group commit: a refused row fails alone, its batch-mates are stored", async () => {
+    const s = openStorage(tempDb());
+    const results = await Promise.allSettled([
+      s.usage.commitUsage(record({ promptTokens: 1 })),
+      s.usage.commitUsage(record({ keyId: 12345 })),
+      s.usage.commitUsage(record({ promptTokens: -1 })),
+      s.usage.commitUsage(record({ promptTokens: 2 })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/FOREIGN KEY/);
+    expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/promptTokens/);
+    const [totals] = s.usage.usageTotals({ by: "model" });
+    expect(totals).toMatchObject({ requests: 2, promptTokens: 3 });
+    s.close();
+  });
 });
