@@ -1,5 +1,6 @@
 /** Starts a real `ortserve serve` process on a free port for end-to-end tests. */
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../../src/util/paths.ts";
 
@@ -7,6 +8,8 @@ export interface ServerProcess {
   url: string;
   child: ChildProcess;
   stderr: () => string;
+  /** The process's peak resident memory so far (Linux VmHWM), in bytes. */
+  peakRssBytes(): number;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -54,6 +57,11 @@ export async function startServerProcess(opts: {
     url,
     child,
     stderr: () => err,
+    peakRssBytes: () => {
+      const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+      if (!kb) throw new Error("no VmHWM in /proc/<pid>/status");
+      return Number(kb[1]) * 1024;
+    },
     stop: (signal = "SIGTERM") =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve(child.exitCode);
