@@ -107,7 +107,9 @@ struct OrtApi {
   OrtStatus*(ORT_API_CALL* CreateSessionOptions)(OrtSessionOptions** options);
   void* unused11[2];  // 11-12
   OrtStatus*(ORT_API_CALL* SetSessionExecutionMode)(OrtSessionOptions* options, ExecutionMode mode);
-  void* unused14[9];  // 14-22
+  // Writes a JSON trace of every node's run to <prefix>_<time>.json when the session is released.
+  OrtStatus*(ORT_API_CALL* EnableProfiling)(OrtSessionOptions* options, const char* profileFilePrefix);
+  void* unused15[8];  // 15-22
   OrtStatus*(ORT_API_CALL* SetSessionGraphOptimizationLevel)(OrtSessionOptions* options,
                                                              GraphOptimizationLevel level);
   OrtStatus*(ORT_API_CALL* SetIntraOpNumThreads)(OrtSessionOptions* options, int threads);
@@ -200,6 +202,7 @@ ORTSERVE_SLOT(CreateEnv, 3);
 ORTSERVE_SLOT(CreateSession, 7);
 ORTSERVE_SLOT(CreateSessionOptions, 10);
 ORTSERVE_SLOT(SetSessionExecutionMode, 13);
+ORTSERVE_SLOT(EnableProfiling, 14);
 ORTSERVE_SLOT(SetSessionGraphOptimizationLevel, 23);
 ORTSERVE_SLOT(SetIntraOpNumThreads, 24);
 ORTSERVE_SLOT(SetInterOpNumThreads, 25);

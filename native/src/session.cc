@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -202,6 +203,9 @@ class Session : public Napi::ObjectWrap<Session> {
     if (error.empty()) error = failure(ort->SetInterOpNumThreads(options, inter));
     if (error.empty()) error = failure(ort->SetSessionGraphOptimizationLevel(options, ORT_ENABLE_ALL));
     if (error.empty()) error = failure(ort->SetSessionExecutionMode(options, ORT_SEQUENTIAL));
+    // A profiling aid, not a setting: ORTSERVE_ORT_PROFILE=<path prefix> traces every node.
+    const char* profile = getenv("ORTSERVE_ORT_PROFILE");
+    if (error.empty() && profile != nullptr && profile[0] != '\0') error = failure(ort->EnableProfiling(options, profile));
     if (error.empty()) error = failure(ort->CreateSession(ortEnv, path.c_str(), options, &session_));
     ort->ReleaseSessionOptions(options);
     if (error.empty()) error = ReadMetadata();
