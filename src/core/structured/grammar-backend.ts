@@ -1,17 +1,16 @@
 /**
  * The structured-output backend of one model (one vocabulary): XGrammar's tokenizer info and
  * grammar compiler, made once, and a bounded LRU of compiled grammars keyed by the constraint.
- * A constraint is checked before it is compiled (fail closed: what the backend would not enforce
- * is refused, see schema-support.ts and regex-support.ts), then parsed by a separate, disposable
- * instance of the module — XGrammar reports bad input by aborting, which leaves an instance
+ * A constraint is checked before it is compiled (fail closed: check-constraint.ts), then parsed
+ * by a separate, disposable instance of the module — XGrammar reports bad input by aborting, which leaves an instance
  * unusable — and only then compiled by the instance that holds the vocabulary.
  */
-import { RequestError } from "../request-error.ts";
-import { constraintField, ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
+import { checkSupported, refused } from "./check-constraint.ts";
+import { ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
 import { GrammarConstraint } from "./grammar-constraint.ts";
 import { Lru } from "./lru.ts";
-import { unsupportedRegexFeature } from "./regex-support.ts";
-import { checkJsonSchema, UnsupportedSchema } from "./schema-support.ts";
+import { forBackend } from "./regex-support.ts";
+import { withBackendPatterns } from "./schema-support.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 import {
   abortReason,
@@ -123,64 +122,16 @@ export class GrammarBackend {
   }
 }
 
-function refused(c: StructuredConstraint, why: string): RequestError {
-  const field = constraintField(c);
-  return new RequestError("invalid_request", `${field}: ${why}`, field);
-}
-
-/** The fail-closed checks of the constraint's own text (no backend involved). */
-export function checkSupported(c: StructuredConstraint): void {
-  try {
-    if (c.kind === "json_schema") checkJsonSchema(parseJson(c.schema, "the schema"));
-    else if (c.kind === "regex") {
-      const problem = unsupportedRegexFeature(c.pattern);
-      if (problem) throw refused(c, `not supported: ${problem}`);
-    } else if (c.kind === "choice") {
-      if (c.choices.length === 0) throw refused(c, "needs at least one string");
-    } else if (c.kind === "structural_tag")
-      checkStructuralTag(parseJson(c.structuralTag, "the structural tag"));
-  } catch (err) {
-    if (err instanceof UnsupportedSchema) throw refused(c, `not supported: ${err.message}`);
-    throw err;
-  }
-}
-
-function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UnsupportedSchema("", `${what} is not valid JSON (${(err as Error).message})`);
-  }
-}
-
-/** Every schema and regex inside a structural tag passes the same checks. */
-function checkStructuralTag(tag: unknown): void {
-  const visit = (v: unknown): void => {
-    if (Array.isArray(v)) {
-      for (const x of v) visit(x);
-      return;
-    }
-    if (typeof v !== "object" || v === null) return;
-    const o = v as Record<string, unknown>;
-    if (o.type === "json_schema" || o.type === "qwen_xml_parameter") checkJsonSchema(o.json_schema);
-    if (o.type === "regex") {
-      const problem = unsupportedRegexFeature(String(o.pattern));
-      if (problem) throw new UnsupportedSchema("", `regex with ${problem}`);
-    }
-    // The legacy form: structures of {begin, schema, end}.
-    if ("begin" in o && "schema" in o)
-      checkJsonSchema(typeof o.schema === "string" ? parseJson(o.schema, "a structure's schema") : o.schema);
-    for (const [k, x] of Object.entries(o)) if (k !== "json_schema" && k !== "schema") visit(x);
-  };
-  visit(tag);
-}
-
 function choiceGrammar(choices: readonly string[]): string {
   return `root ::= ${choices.map(ebnfString).join(" | ")}`;
 }
 
 function regexTag(pattern: string): string {
-  return JSON.stringify({ type: "structural_tag", format: { type: "regex", pattern } });
+  return JSON.stringify({ type: "structural_tag", format: { type: "regex", pattern: forBackend(pattern) } });
+}
+
+function schemaText(schema: string): string {
+  return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
 }
 
 /** Compact separators when any-whitespace is off. */
@@ -191,7 +142,7 @@ function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | 
 async function parseWith(xg: XGrammar, c: StructuredConstraint) {
   switch (c.kind) {
     case "json_schema":
-      return xg.Grammar.fromJSONSchema(c.schema, ...jsonArgs(c.anyWhitespace), true);
+      return xg.Grammar.fromJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
     case "json_object":
       return xg.Grammar.fromJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
     case "regex":
@@ -208,7 +159,7 @@ async function parseWith(xg: XGrammar, c: StructuredConstraint) {
 async function compileWith({ compiler }: Instance, c: StructuredConstraint): Promise<CompiledGrammar> {
   switch (c.kind) {
     case "json_schema":
-      return compiler.compileJSONSchema(c.schema, ...jsonArgs(c.anyWhitespace), true);
+      return compiler.compileJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
     case "json_object":
       return compiler.compileJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
     case "regex":

@@ -113,3 +113,27 @@ function charClass(p: string, start: number): number | string {
   }
   return i + 1;
 }
+
+/**
+ * The pattern as the backend must read it to keep ECMAScript's meaning: `.` outside a class does
+ * not match line terminators in ECMAScript, but matches everything in the backend (measured).
+ */
+export function forBackend(pattern: string): string {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\") {
+      out += c + (pattern[i + 1] ?? "");
+      i++;
+    } else if (inClass) {
+      if (c === "]") inClass = false;
+      out += c;
+    } else if (c === "[") {
+      inClass = true;
+      out += c;
+      // A leading ] or ^] belongs to the class.
+    } else out += c === "." ? "[^\\n\\r\\u2028\\u2029]" : c;
+  }
+  return out;
+}

@@ -7,7 +7,7 @@
  * (test/structured/schema-support.test.ts keeps those experiments): a keyword stays allowed only if
  * every such instance is rejected.
  */
-import { unsupportedRegexFeature } from "./regex-support.ts";
+import { forBackend, unsupportedRegexFeature } from "./regex-support.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -198,4 +198,19 @@ function resolveRef(root: unknown, ref: unknown, at: string): unknown {
     node = (node as Record<string, unknown>)[key];
   }
   return node;
+}
+
+/** The schema with every `pattern` in the backend's reading (regex-support.ts `forBackend`). */
+export function withBackendPatterns(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withBackendPatterns);
+  if (typeof schema !== "object" || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema))
+    out[k] =
+      k === "pattern" && typeof v === "string"
+        ? forBackend(v)
+        : k === "enum" || k === "const" || k === "default" || k === "examples"
+          ? v
+          : withBackendPatterns(v);
+  return out;
 }
