@@ -137,3 +137,135 @@ export function forBackend(pattern: string): string {
   }
   return out;
 }
+
+const PRINTABLE_ASCII = Array.from({ length: 0x7f - 0x20 }, (_, i) => 0x20 + i);
+const DIGITS = new Set(Array.from("0123456789", (c) => c.charCodeAt(0)));
+const WORD = new Set(
+  Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_", (c) => c.charCodeAt(0)),
+);
+
+/**
+ * A positive class of the printable ASCII characters outside `excluded`, never a quote or a
+ * backslash. Wildcards are given to the backend in this form: it clamps negated classes to ASCII
+ * (it warns so) and matches a pattern against the raw JSON text, so `[^x]` there could let a
+ * quote end the string or a non-ASCII space through where ECMAScript's class would not.
+ */
+function asciiClass(excluded: (cp: number) => boolean): string {
+  const keep = PRINTABLE_ASCII.filter((cp) => cp !== 0x22 && cp !== 0x5c && !excluded(cp));
+  return `[${keep.map((cp) => `\\x${cp.toString(16).padStart(2, "0")}`).join("")}]`;
+}
+
+function codePointOfEscape(p: string, i: number): { cp: number; next: number } | undefined {
+  const e = p[i + 1]!;
+  if (e === "x") return { cp: Number.parseInt(p.slice(i + 2, i + 4), 16), next: i + 4 };
+  if (e === "u") return { cp: Number.parseInt(p.slice(i + 2, i + 6), 16), next: i + 6 };
+  const control: Record<string, number> = { t: 9, n: 10, r: 13, f: 12, v: 11 };
+  if (e in control) return { cp: control[e]!, next: i + 2 };
+  if (/[^A-Za-z0-9]/.test(e)) return { cp: e.codePointAt(0)!, next: i + 2 };
+  return undefined;
+}
+
+const unsafeInJson = (cp: number) => cp < 0x20 || cp === 0x22 || cp === 0x5c;
+const UNSAFE = "a character a JSON string must escape (quote, backslash, control)";
+
+/**
+ * A JSON Schema `pattern` as the backend must read it so that every string it allows is one JSON
+ * holds unescaped and that ECMAScript's pattern matches: `.`, negated classes, \S, \W and \D become
+ * classes of printable ASCII without quote and backslash (asciiClass); \s is a plain space. A
+ * pattern that itself needs a quote, a backslash or a control character is refused. Call after
+ * unsupportedRegexFeature passed.
+ */
+export function forJsonString(pattern: string): { pattern: string } | { refused: string } {
+  let out = "";
+  const p = pattern;
+  for (let i = 0; i < p.length; ) {
+    const c = p[i]!;
+    if (c === "\\") {
+      const e = p[i + 1]!;
+      const shorthand: Record<string, string> = {
+        s: " ",
+        S: asciiClass((cp) => cp === 0x20),
+        W: asciiClass((cp) => WORD.has(cp)),
+        D: asciiClass((cp) => DIGITS.has(cp)),
+        d: "\\d",
+        w: "\\w",
+      };
+      if (e in shorthand) {
+        out += shorthand[e];
+        i += 2;
+        continue;
+      }
+      const esc = codePointOfEscape(p, i);
+      if (!esc) return { refused: `escape \\${e}` };
+      if (unsafeInJson(esc.cp)) return { refused: UNSAFE };
+      out += p.slice(i, esc.next);
+      i = esc.next;
+    } else if (c === "[") {
+      const r = jsonClass(p, i);
+      if ("refused" in r) return r;
+      out += r.text;
+      i = r.next;
+    } else if (c === ".") {
+      out += asciiClass(() => false);
+      i++;
+    } else if (c === '"') return { refused: UNSAFE };
+    else {
+      out += c;
+      i++;
+    }
+  }
+  return { pattern: out };
+}
+
+/** One class item: a code point, or a shorthand's members (within printable ASCII). */
+type Item = { cp: number; next: number } | { set: (cp: number) => boolean; next: number };
+
+function classItem(p: string, i: number): Item | string {
+  if (p[i] !== "\\") {
+    const cp = p.codePointAt(i)!;
+    return { cp, next: i + String.fromCodePoint(cp).length };
+  }
+  const e = p[i + 1]!;
+  if (e === "d") return { set: (cp) => DIGITS.has(cp), next: i + 2 };
+  if (e === "w") return { set: (cp) => WORD.has(cp), next: i + 2 };
+  if (e === "s") return { set: (cp) => cp === 0x20, next: i + 2 };
+  if (e === "S" || e === "W" || e === "D") return `\\${e} inside a class`;
+  return codePointOfEscape(p, i) ?? `escape \\${e}`;
+}
+
+function jsonClass(p: string, start: number): { text: string; next: number } | { refused: string } {
+  let i = start + 1;
+  const negated = p[i] === "^";
+  if (negated) i++;
+  // Members within printable ASCII (what a negated class leaves out), and the positive class's text.
+  const members: ((cp: number) => boolean)[] = [];
+  let body = "";
+  while (p[i] !== "]") {
+    const item = classItem(p, i);
+    if (typeof item === "string") return { refused: item };
+    if ("set" in item) {
+      members.push(item.set);
+      const text = p.slice(i, item.next);
+      body += text === "\\s" ? " " : text;
+      i = item.next;
+      continue;
+    }
+    const lo = item.cp;
+    let hi = item.cp;
+    let next = item.next;
+    if (p[next] === "-" && p[next + 1] !== "]") {
+      const end = classItem(p, next + 1);
+      if (typeof end === "string") return { refused: end };
+      if ("set" in end) return { refused: "a class range ending in a shorthand" };
+      hi = end.cp;
+      next = end.next;
+    }
+    members.push((cp) => cp >= lo && cp <= hi);
+    if (!negated && (lo < 0x20 || (lo <= 0x22 && hi >= 0x22) || (lo <= 0x5c && hi >= 0x5c)))
+      return { refused: UNSAFE };
+    body += p.slice(i, next);
+    i = next;
+  }
+  const text = negated ? asciiClass((cp) => members.some((m) => m(cp))) : `[${body}]`;
+  return { text, next: i + 1 };
+}

@@ -7,7 +7,7 @@
  * (test/structured/schema-support.test.ts keeps those experiments): a keyword stays allowed only if
  * every such instance is rejected.
  */
-import { forBackend, unsupportedRegexFeature } from "./regex-support.ts";
+import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -111,15 +111,33 @@ export function checkJsonSchema(root: unknown): void {
       if (typeof o.pattern !== "string") throw new UnsupportedSchema(at, "pattern that is not a string");
       const problem = unsupportedRegexFeature(o.pattern);
       if (problem) throw new UnsupportedSchema(at, `pattern with ${problem}`);
+      const json = forJsonString(o.pattern);
+      if ("refused" in json) throw new UnsupportedSchema(at, `pattern with ${json.refused}`);
+      // The backend ignores length and format beside a pattern (it warns so).
+      for (const k of ["minLength", "maxLength", "format"])
+        if (k in o) throw new UnsupportedSchema(at, `pattern beside ${k}`);
     }
+    if ("format" in o)
+      for (const k of ["minLength", "maxLength"])
+        if (k in o) throw new UnsupportedSchema(at, `format beside ${k}`);
     if ("format" in o && !ENFORCED_FORMATS.has(String(o.format)))
       throw new UnsupportedSchema(at, `format ${JSON.stringify(o.format)}`);
-    for (const k of ["exclusiveMinimum", "exclusiveMaximum"])
-      if (k in o) {
-        if (typeof o[k] !== "number") throw new UnsupportedSchema(at, `${k} that is not a number`);
-        if (!types?.every((t) => t === "integer" || t === "null"))
-          throw new UnsupportedSchema(at, `${k} on a type other than integer`);
-      }
+    // The backend's numeric ranges are not exact (minimum 2 lets 1 through, maximum -9 lets -8
+    // through, number bounds let values just outside pass); only a lower bound of 0 or 1 on
+    // integers held in every probe.
+    const bounds = NUMBER_KEYWORDS.filter((k) => k in o);
+    if (bounds.length > 0) {
+      const safe =
+        bounds.length === 1 &&
+        bounds[0] === "minimum" &&
+        (o.minimum === 0 || o.minimum === 1) &&
+        types?.every((t) => t === "integer" || t === "null");
+      if (!safe)
+        throw new UnsupportedSchema(
+          at,
+          `${bounds.join(" and ")} (numeric ranges are enforced only as minimum 0 or 1 on integers)`,
+        );
+    }
     if ("uniqueItems" in o && o.uniqueItems !== false) throw new UnsupportedSchema(at, "uniqueItems");
     if ("allOf" in o) {
       if (!Array.isArray(o.allOf) || o.allOf.length !== 1)
@@ -139,8 +157,15 @@ export function checkJsonSchema(root: unknown): void {
         throw new UnsupportedSchema(at, "properties that is not an object");
       for (const [name, sub] of Object.entries(props)) walk(sub, `${at}/properties/${escapePointer(name)}`);
     }
-    if ("required" in o && (!Array.isArray(o.required) || o.required.some((r) => typeof r !== "string")))
-      throw new UnsupportedSchema(at, "required that is not an array of strings");
+    if ("required" in o) {
+      if (!Array.isArray(o.required) || o.required.some((r) => typeof r !== "string"))
+        throw new UnsupportedSchema(at, "required that is not an array of strings");
+      // The backend enforces required only for declared properties (measured).
+      const declared = (o.properties ?? {}) as Record<string, unknown>;
+      const missing = (o.required as string[]).find((r) => !Object.hasOwn(declared, r));
+      if (missing !== undefined)
+        throw new UnsupportedSchema(at, `required ${JSON.stringify(missing)} that is not in properties`);
+    }
     if ("additionalProperties" in o && o.additionalProperties !== false) {
       // With declared properties, extra properties are let through unchecked (measured).
       if ("properties" in o)
@@ -160,8 +185,6 @@ export function checkJsonSchema(root: unknown): void {
     for (const k of ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"])
       if (k in o && !(Number.isInteger(o[k]) && (o[k] as number) >= 0))
         throw new UnsupportedSchema(at, `${k} that is not a non-negative integer`);
-    for (const k of ["minimum", "maximum"])
-      if (k in o && typeof o[k] !== "number") throw new UnsupportedSchema(at, `${k} that is not a number`);
     if ("$ref" in o) walk(resolveRef(root, o.$ref, at), String(o.$ref));
     // The backend takes $ref, anyOf and allOf alone: assertions beside them are not combined (measured).
     const combinators = COMBINATORS.filter((k) => k in o);
@@ -200,17 +223,37 @@ function resolveRef(root: unknown, ref: unknown, at: string): unknown {
   return node;
 }
 
-/** The schema with every `pattern` in the backend's reading (regex-support.ts `forBackend`). */
+/** RFC 3339 full-date with each month's real length (29 February is never generated). */
+const DATE =
+  "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
+const TIME =
+  "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+/** Formats given to the backend as patterns: its own grammars accept dates such as 2024-02-30. */
+const FORMAT_PATTERNS: Record<string, string> = { date: `^${DATE}$`, "date-time": `^${DATE}T${TIME}$` };
+
+/**
+ * The schema as the backend must read it: every `pattern` in the JSON-safe form (regex-support.ts
+ * forJsonString) and the date formats as exact patterns. Call after checkJsonSchema passed.
+ */
 export function withBackendPatterns(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(withBackendPatterns);
-  if (typeof schema !== "object" || schema === null) return schema;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema))
-    out[k] =
-      k === "pattern" && typeof v === "string"
-        ? forBackend(v)
-        : k === "enum" || k === "const" || k === "default" || k === "examples"
-          ? v
-          : withBackendPatterns(v);
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
+  const out: Record<string, unknown> = { ...schema };
+  if (typeof out.pattern === "string") {
+    const json = forJsonString(out.pattern);
+    if ("pattern" in json) out.pattern = json.pattern;
+  }
+  if (typeof out.format === "string" && out.format in FORMAT_PATTERNS) {
+    out.pattern = FORMAT_PATTERNS[out.format];
+    delete out.format;
+  }
+  // Recursion only into the places a subschema may sit (checkJsonSchema refused the others).
+  for (const k of ["properties", "$defs", "definitions"])
+    if (typeof out[k] === "object" && out[k] !== null)
+      out[k] = Object.fromEntries(
+        Object.entries(out[k]).map(([name, sub]) => [name, withBackendPatterns(sub)]),
+      );
+  for (const k of ["anyOf", "allOf", "prefixItems"])
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(withBackendPatterns);
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = withBackendPatterns(out[k]);
   return out;
 }
