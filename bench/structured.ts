@@ -56,6 +56,7 @@ const files = readdirSync(folder)
 const refusedBy = new Map<string, number>();
 const backendErrors: string[] = [];
 const compileMs: number[] = [];
+const compileBy: [string, number][] = [];
 const maskUs: number[] = [];
 const accepted: {
   name: string;
@@ -105,6 +106,7 @@ for (const f of files) {
   try {
     const r = await backend.compile(constraint);
     compileMs.push(r.compileMs);
+    compileBy.push([f, r.compileMs]);
   } catch (err) {
     backendErrors.push(`${f}: ${(err as Error).message.slice(0, 160)}`);
     continue;
@@ -190,6 +192,10 @@ const report = {
     p99: percentile(compileMs, 99),
     max: percentile(compileMs, 100),
   },
+  slowestCompiles: compileBy
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([f, ms]) => `${f} ${Math.round(ms)} ms`),
   maskUs: {
     masks: maskUs.length,
     p50: percentile(maskUs, 50),

@@ -10,19 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GenerateParams } from "../../src/core/request-defaults.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import { Engine, type GeneratedChoice } from "../../src/engine/engine.ts";
+import { prng } from "../gguf/helpers.ts";
 import { hasModel, MODEL_ID } from "../runner/model-fixture.ts";
-
-/** A small seeded generator, so a failing schema can be reproduced from its seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomSchema(r: () => number, depth = 0): Record<string, unknown> {
   const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -92,7 +81,7 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
   it("generated JSON Schemas: every finished output parses and validates (Ajv, with formats)", async () => {
     let validated = 0;
     for (let seed = 1; seed <= 8; seed++) {
-      const schema = { type: "object", properties: { value: randomSchema(rng(seed)) }, required: ["value"] };
+      const schema = { type: "object", properties: { value: randomSchema(prng(seed)) }, required: ["value"] };
       const validate = ajv.compile(schema);
       const out = await run(`Reply with JSON for: ${JSON.stringify(schema)}`, {
         kind: "json_schema",

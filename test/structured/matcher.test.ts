@@ -106,6 +106,26 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     expect(await drive(c, "x7")).toBe("accepted");
   });
 
+  it("structural_tag: the tagged JSON is enforced, its schema checked like any other", async () => {
+    const tag = (schema: unknown): StructuredConstraint => ({
+      kind: "structural_tag",
+      structuralTag: JSON.stringify({
+        type: "structural_tag",
+        format: {
+          type: "tag",
+          begin: "<r>",
+          content: { type: "json_schema", json_schema: schema },
+          end: "</r>",
+        },
+      }),
+    });
+    const c = tag({ type: "object", properties: { x: { type: "integer" } }, required: ["x"] });
+    expect(await drive(c, '<r>{"x": 1}</r>')).toBe("accepted");
+    for (const v of ['<r>{"x": "s"}</r>', '{"x": 1}', '<r>{"x": 1}'])
+      expect(await drive(c, v)).not.toBe("accepted");
+    expect(() => checkSupported(tag({ type: "integer", not: { const: 1 } }))).toThrow(/not/);
+  });
+
   it("json_object: any object, nothing else", async () => {
     const c: StructuredConstraint = { kind: "json_object", anyWhitespace: true };
     expect(await drive(c, '{"a": [1, {"b": null}], "c": "d"}')).toBe("accepted");

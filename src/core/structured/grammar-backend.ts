@@ -134,6 +134,26 @@ function schemaText(schema: string): string {
   return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
 }
 
+/** The structural tag with its schemas and regexes in the backend's reading, as on their own. */
+function structuralTagText(tag: string): string {
+  const visit = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(visit);
+    if (typeof v !== "object" || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = visit(x);
+    if (out.type === "json_schema" || out.type === "qwen_xml_parameter")
+      out.json_schema = withBackendPatterns(out.json_schema);
+    if (out.type === "regex" && typeof out.pattern === "string") out.pattern = forBackend(out.pattern);
+    if ("begin" in out && "schema" in out)
+      out.schema =
+        typeof out.schema === "string"
+          ? JSON.stringify(withBackendPatterns(JSON.parse(out.schema)))
+          : withBackendPatterns(out.schema);
+    return out;
+  };
+  return JSON.stringify(visit(JSON.parse(tag)));
+}
+
 /** Compact separators when any-whitespace is off. */
 function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | undefined] {
   return anyWhitespace ? [true, 2, undefined] : [false, -1, [",", ":"]];
@@ -152,7 +172,7 @@ async function parseWith(xg: XGrammar, c: StructuredConstraint) {
     case "grammar":
       return xg.Grammar.fromEBNF(c.grammar);
     case "structural_tag":
-      return xg.Grammar.fromStructuralTag(c.structuralTag);
+      return xg.Grammar.fromStructuralTag(structuralTagText(c.structuralTag));
   }
 }
 
@@ -169,6 +189,6 @@ async function compileWith({ compiler }: Instance, c: StructuredConstraint): Pro
     case "grammar":
       return compiler.compileGrammar(c.grammar);
     case "structural_tag":
-      return compiler.compileStructuralTag(c.structuralTag);
+      return compiler.compileStructuralTag(structuralTagText(c.structuralTag));
   }
 }
