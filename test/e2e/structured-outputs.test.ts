@@ -21,7 +21,7 @@ const SCHEMA = {
   type: "object",
   properties: {
     city: { type: "string", maxLength: 20 },
-    population: { type: "integer", minimum: 0, maximum: 100000000 },
+    population: { type: "integer", minimum: 0 },
     capital: { type: "boolean" },
   },
   required: ["city", "population", "capital"],
