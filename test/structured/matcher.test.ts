@@ -92,7 +92,7 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
   }
 
   it("choice: exactly the choices, quotes and newlines included", async () => {
-    const c: StructuredConstraint = { kind: "choice", choices: ['say "hi"', "a\nb", "yes"] };
+    const c: StructuredConstraint = { kind: "choice", choices: ['say "hi"', "a\nb", "yes", "café \\ 東京"] };
     for (const v of c.choices) expect(await drive(c, v)).toBe("accepted");
     for (const v of ["say hi", "a", "yesyes", "ye"]) expect(await drive(c, v)).not.toBe("accepted");
   });
