@@ -17,3 +17,10 @@ export function agreeingPrefix(a: readonly number[], b: readonly number[]): numb
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
   return i;
 }
+
+/** The p-th percentile (0..100) by nearest rank. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}

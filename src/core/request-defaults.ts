@@ -48,6 +48,7 @@ export function completeRequest(
     "promptLogits",
     "repetitionDetection",
     "cacheSalt",
+    "constraint",
   ] as const;
   for (const key of optional) if (params[key] !== undefined) Object.assign(request, { [key]: params[key] });
   return request;

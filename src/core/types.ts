@@ -6,8 +6,9 @@
 
 import type { RequestSampling } from "./sample/params.ts";
 import type { RepetitionDetection } from "./sample/repetition.ts";
+import type { StructuredConstraint } from "./structured/constraint-spec.ts";
 
-export type { RepetitionDetection, RequestSampling };
+export type { RepetitionDetection, RequestSampling, StructuredConstraint };
 
 export interface EngineRequest {
   requestId: string;
@@ -37,6 +38,8 @@ export interface EngineRequest {
   repetitionDetection?: RepetitionDetection;
   priority: number;
   cacheSalt?: string;
+  /** Structured output: every choice's tokens are limited to this grammar. */
+  constraint?: StructuredConstraint;
 }
 
 export interface TokenLogprob {

@@ -4,6 +4,7 @@
  * that need the model (token ids against the vocabulary, logprob counts, greedy defaults) are
  * applied in to-engine.ts.
  */
+import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
 import { invalidRequest, unsupportedField } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
 import { hasInexactIntegers, withExactIntegers } from "./json-body.ts";
@@ -14,7 +15,6 @@ import {
   type RepetitionDetectionParams,
   repetitionDetectionSchema,
   responseFormatSchema,
-  STRUCTURED_CONSTRAINTS,
   type StreamOptions,
   stopSchema,
   streamOptionsSchema,
@@ -39,6 +39,7 @@ import {
   transform,
   withDefault,
 } from "./schema.ts";
+import { structuredConstraint } from "./structured-outputs.ts";
 
 const nullable = { nullable: true };
 
@@ -74,7 +75,8 @@ const requestShape = {
   n: withDefault(integer({ minimum: 1 }), 1, nullable),
   response_format: optional(responseFormatSchema, {
     ...nullable,
-    description: "Only type text is served; json_object and json_schema need structured outputs.",
+    description:
+      "text, json_object, or json_schema (its schema enforced token by token, strict or not); one constraint per request.",
   }),
   seed: optional(int64(), { ...nullable, description: "Choice i samples with seed + i. -1: no seed." }),
   stop: withDefault(stopSchema, [], { ...nullable, description: "Stop strings (none may be empty)." }),
@@ -147,7 +149,8 @@ const requestShape = {
   }),
   structured_outputs: optional(structuredOutputsSchema, {
     ...nullable,
-    description: "Exactly one of json, regex, choice, grammar, json_object, structural_tag. Not served yet.",
+    description:
+      "Exactly one of json, regex, choice, grammar, json_object, structural_tag, enforced token by token; what the backend cannot enforce is a 400.",
   }),
   priority: withDefault(
     transform(int64(), (p) => Number(p)),
@@ -238,6 +241,9 @@ export interface ChatCompletionRequest {
   kv_transfer_params?: Record<string, unknown>;
   engine_xargs?: Record<string, EngineXargValue>;
   repetition_detection?: RepetitionDetectionParams;
+  /** From structured_outputs or response_format (named by constraint_field, for errors). */
+  constraint?: StructuredConstraint;
+  constraint_field?: "structured_outputs" | "response_format";
 }
 
 /**
@@ -279,26 +285,6 @@ function checkCombinations(r: WireRequest): void {
     );
   if (r.mm_processor_kwargs !== undefined)
     throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
-  if (r.response_format?.type === "json_schema" && r.response_format.json_schema === undefined)
-    throw invalidRequest(
-      "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
-      "response_format.json_schema",
-    );
-  if (r.structured_outputs !== undefined) {
-    const so = r.structured_outputs;
-    const set = STRUCTURED_CONSTRAINTS.filter((k) => so[k] !== undefined);
-    if (set.length !== 1)
-      throw invalidRequest(
-        `structured_outputs needs exactly one of ${STRUCTURED_CONSTRAINTS.join(", ")}; got ${set.length ? set.join(", ") : "none"}.`,
-        "structured_outputs",
-      );
-    throw unsupportedField("structured_outputs", "this server has no structured-output backend yet");
-  }
-  if (r.response_format !== undefined && r.response_format.type !== "text")
-    throw unsupportedField(
-      "response_format",
-      `type "${r.response_format.type}" needs structured outputs, which this server does not have yet; use type "text"`,
-    );
 }
 
 function toParsed(r: WireRequest): ChatCompletionRequest {
@@ -321,6 +307,11 @@ function toParsed(r: WireRequest): ChatCompletionRequest {
     stop_token_ids: [...new Set(stop_token_ids)],
     bad_words: [...new Set(bad_words)],
   };
+  const constraint = structuredConstraint(r.structured_outputs, r.response_format);
+  if (constraint) {
+    parsed.constraint = constraint;
+    parsed.constraint_field = r.structured_outputs ? "structured_outputs" : "response_format";
+  }
   if (seed !== undefined) parsed.seed = seed;
   if (truncate_prompt_tokens !== undefined)
     parsed.truncate_prompt_tokens =

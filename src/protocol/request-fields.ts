@@ -92,15 +92,6 @@ export const structuredOutputsSchema = object({
   _backend_was_auto: withDefault(boolean(), false, nullable),
 });
 
-export const STRUCTURED_CONSTRAINTS = [
-  "json",
-  "regex",
-  "choice",
-  "grammar",
-  "json_object",
-  "structural_tag",
-] as const;
-
 export interface RepetitionDetectionParams {
   max_pattern_size: number;
   min_pattern_size: number;

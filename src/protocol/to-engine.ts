@@ -7,6 +7,7 @@
 import type { GenerationDefaults } from "../core/model/model-config.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
 import { RequestError } from "../core/request-error.ts";
+import { checkSupported } from "../core/structured/check-constraint.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
 import { engineErrorToApiError, invalidRequest } from "../errors.ts";
@@ -82,6 +83,26 @@ function toGenerateParams(req: ChatCompletionRequest, vocab: number, logprobLimi
     truncatePromptTokens: req.truncate_prompt_tokens,
     cacheSalt: req.cache_salt,
   };
+  if (req.constraint) {
+    if (req.use_beam_search)
+      throw invalidRequest(
+        "use_beam_search cannot be combined with structured outputs (beams would need forked grammar states).",
+        "use_beam_search",
+      );
+    // The constraint's content is checked here already, so a refusal is a 400 before any work.
+    try {
+      checkSupported(req.constraint);
+    } catch (err) {
+      if (err instanceof RequestError && req.constraint_field === "response_format")
+        throw new RequestError(
+          err.code,
+          err.message.replace(/^structured_outputs\.\w+/, "response_format.json_schema.schema"),
+          "response_format.json_schema.schema",
+        );
+      throw err;
+    }
+    params.constraint = req.constraint;
+  }
   const maxTokens = req.max_completion_tokens ?? req.max_tokens;
   if (maxTokens !== undefined) {
     params.maxTokens = maxTokens;

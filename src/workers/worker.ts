@@ -65,23 +65,26 @@ async function generate(task: GenerateTask): Promise<void> {
       port.close();
       resolve();
     };
-    try {
-      const handle = engine.submit(task.request, (e) => {
+    // Messages wait in the port until the handler is attached, so an early abort is not lost.
+    engine
+      .submit(task.request, (e) => {
         send(e);
         if (e.type === "done" || e.type === "error") end();
+      })
+      .then((handle) => {
+        port.on("message", (m: { type: string }) => {
+          if (m.type === "abort") {
+            handle.abort();
+            end();
+          }
+        });
+      })
+      .catch((err: unknown) => {
+        if (err instanceof RequestError)
+          send({ type: "error", code: err.code, message: err.message, param: err.param });
+        else send({ type: "error", code: "engine_failure", message: (err as Error).message });
+        end();
       });
-      port.on("message", (m: { type: string }) => {
-        if (m.type === "abort") {
-          handle.abort();
-          end();
-        }
-      });
-    } catch (err) {
-      if (err instanceof RequestError)
-        send({ type: "error", code: err.code, message: err.message, param: err.param });
-      else send({ type: "error", code: "engine_failure", message: (err as Error).message });
-      end();
-    }
   });
 }
 

@@ -10,31 +10,32 @@ class Script implements TokenConstraint {
   constructor(allowed: number[][]) {
     this.allowed = allowed;
   }
-  fillMask(mask: Uint32Array): void {
+  async fillMask(mask: Uint32Array): Promise<void> {
     for (const id of this.allowed[this.accepted.length] ?? []) mask[id >>> 5]! |= 1 << (id & 31);
   }
-  accept(tokenId: number): void {
+  accept(tokenId: number): boolean {
     this.accepted.push(tokenId);
+    return true;
   }
 }
 
 describe("the constrain stage", () => {
-  it("builds a cleared mask row per constrained sequence and none for the others", () => {
+  it("builds a cleared mask row per constrained sequence and none for the others", async () => {
     const masks = new MaskRows(70);
     expect(maskWords(70)).toBe(3);
     const a = new Script([[1, 65]]);
     const b = new Script([[33]]);
-    const rows = masks.build([{ constraint: a }, {}, { constraint: b }]);
+    const rows = await masks.build([{ constraint: a }, {}, { constraint: b }]);
     expect(rows[1]).toBeUndefined();
     expect([...rows[0]!]).toEqual([2, 0, 2]);
     expect([...rows[2]!]).toEqual([0, 2, 0]);
     // Reused buffers are cleared before the next fill.
     a.accept(1);
-    const again = masks.build([{ constraint: new Script([[0]]) }]);
+    const again = await masks.build([{ constraint: new Script([[0]]) }]);
     expect([...again[0]!]).toEqual([1, 0, 0]);
   });
 
-  it("the sampler draws only masked-in tokens, whatever the logits favour", () => {
+  it("the sampler draws only masked-in tokens, whatever the logits favour", async () => {
     const vocab = 40;
     const logits = Float32Array.from({ length: vocab }, (_, i) => i / 4);
     const constraint = new Script([[3, 7], [12], [5, 6]]);
@@ -42,7 +43,7 @@ describe("the constrain stage", () => {
     const masks = new MaskRows(vocab);
     const out: number[] = [];
     for (let step = 0; step < 3; step++) {
-      const [mask] = masks.build([{ constraint }]);
+      const [mask] = await masks.build([{ constraint }]);
       const { tokenId } = sampler.sample(logits, out, mask);
       constraint.accept(tokenId);
       out.push(tokenId);

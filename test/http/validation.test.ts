@@ -253,12 +253,22 @@ const cases: FieldCase[] = [
   },
   {
     field: "response_format",
-    ok: [{ value: { type: "text" } }, { value: null }],
-    bad: [
-      { value: { type: "json_object" }, code: "unsupported_parameter" },
+    ok: [
+      { value: { type: "text" } },
+      { value: null },
+      { value: { type: "json_object" } },
       {
-        value: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } },
-        code: "unsupported_parameter",
+        value: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" }, strict: true } },
+      },
+    ],
+    bad: [
+      {
+        value: {
+          type: "json_schema",
+          json_schema: { name: "x", schema: { type: "array", uniqueItems: true } },
+        },
+        param: "response_format.json_schema.schema",
+        label: "uniqueItems",
       },
       { value: { type: "json_schema" }, param: "response_format.json_schema" },
       { value: { type: "xml" }, param: "response_format.type" },
@@ -530,11 +540,27 @@ const cases: FieldCase[] = [
   },
   {
     field: "structured_outputs",
-    ok: [{ value: null }],
+    ok: [
+      { value: null },
+      { value: { regex: "[a-z]+" } },
+      { value: { json: { type: "object", properties: { a: { type: "integer" } } } } },
+      { value: { choice: ["yes", "no"] } },
+      { value: { grammar: 'root ::= "a"+' } },
+      { value: { json_object: true, disable_any_whitespace: true } },
+    ],
     bad: [
-      { value: { regex: "[a-z]+" }, code: "unsupported_parameter" },
-      { value: { json: { type: "object" } }, code: "unsupported_parameter" },
-      { value: { choice: ["yes", "no"] }, code: "unsupported_parameter" },
+      {
+        value: { json: { type: "integer", not: { const: 1 } } },
+        param: "structured_outputs.json",
+        label: "not",
+      },
+      { value: { regex: "(?=a)a" }, param: "structured_outputs.regex", label: "lookahead" },
+      {
+        value: { grammar: "root ::= missing" },
+        param: "structured_outputs.grammar",
+        label: "undefined rule",
+      },
+      { value: { regex: "a", _backend: "outlines" }, param: "structured_outputs._backend" },
       { value: {}, label: "no constraint" },
       { value: { regex: "a", grammar: "b" }, label: "two constraints" },
       { value: { regex: 5 }, param: "structured_outputs.regex" },

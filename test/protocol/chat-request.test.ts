@@ -418,7 +418,7 @@ describe("features this server does not have are rejected, never ignored", () =>
     expect(e.message).toContain("text-only");
   });
 
-  it("structured_outputs: shape first (exactly one constraint), then unsupported", () => {
+  it("structured_outputs: exactly one constraint, its options, the backend", () => {
     expect400(() => parse({ structured_outputs: {} }), "structured_outputs", "invalid_value");
     expect400(
       () => parse({ structured_outputs: { regex: "a", choice: ["a"] } }),
@@ -427,33 +427,95 @@ describe("features this server does not have are rejected, never ignored", () =>
     );
     expect400(() => parse({ structured_outputs: { foo: 1 } }), "structured_outputs.foo", "unknown_parameter");
     expect400(() => parse({ structured_outputs: { regex: 1 } }), "structured_outputs.regex", "invalid_type");
-    for (const so of [
-      { regex: "a+" },
-      { choice: ["a", "b"] },
-      { json: "{}" },
-      { json: { type: "object" } },
-      { grammar: "root ::= x" },
-      { json_object: true },
-      { structural_tag: "{}" },
-      { regex: "a", disable_any_whitespace: true, _backend: "x", _backend_was_auto: false },
-    ])
-      expect400(() => parse({ structured_outputs: so }), "structured_outputs", "unsupported_parameter");
+    expect(parse({ structured_outputs: { regex: "a+" } }).constraint).toEqual({
+      kind: "regex",
+      pattern: "a+",
+    });
+    expect(parse({ structured_outputs: { choice: ["a", "b"] } }).constraint).toEqual({
+      kind: "choice",
+      choices: ["a", "b"],
+    });
+    expect(parse({ structured_outputs: { grammar: 'root ::= "x"' } }).constraint).toEqual({
+      kind: "grammar",
+      grammar: 'root ::= "x"',
+    });
+    expect(parse({ structured_outputs: { json_object: true } }).constraint).toEqual({
+      kind: "json_object",
+      anyWhitespace: true,
+    });
+    // json as an object or as JSON text: the same constraint.
+    const schema = { type: "object", properties: { a: { type: "integer" } } };
+    const asObject = parse({ structured_outputs: { json: schema, disable_any_whitespace: true } }).constraint;
+    expect(asObject).toEqual({ kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: false });
+    expect(
+      parse({ structured_outputs: { json: JSON.stringify(schema), disable_any_whitespace: true } })
+        .constraint,
+    ).toEqual(asObject);
+    // disable_additional_properties closes every object schema that does not say otherwise.
+    const closed = parse({
+      structured_outputs: {
+        json: { ...schema, $defs: { b: { properties: { properties: {} } } } },
+        disable_additional_properties: true,
+      },
+    }).constraint as { schema: string };
+    expect(JSON.parse(closed.schema)).toEqual({
+      ...schema,
+      additionalProperties: false,
+      $defs: { b: { properties: { properties: {} }, additionalProperties: false } },
+    });
+    expect400(
+      () => parse({ structured_outputs: { json: "{nope" } }),
+      "structured_outputs.json",
+      "invalid_value",
+    );
+    expect400(
+      () => parse({ structured_outputs: { json_object: false } }),
+      "structured_outputs.json_object",
+      "invalid_value",
+    );
+    expect400(
+      () => parse({ structured_outputs: { choice: [] } }),
+      "structured_outputs.choice",
+      "invalid_value",
+    );
+    expect400(
+      () => parse({ structured_outputs: { regex: "a", disable_any_whitespace: true } }),
+      "structured_outputs.disable_any_whitespace",
+      "invalid_value",
+    );
+    expect400(
+      () => parse({ structured_outputs: { regex: "a", whitespace_pattern: "[ ]?" } }),
+      "structured_outputs.whitespace_pattern",
+      "unsupported_parameter",
+    );
+    expect400(
+      () => parse({ structured_outputs: { regex: "a", _backend: "outlines" } }),
+      "structured_outputs._backend",
+      "invalid_value",
+    );
+    for (const backend of ["xgrammar", "auto"])
+      expect(
+        parse({ structured_outputs: { regex: "a", _backend: backend, disable_fallback: true } }).constraint,
+      ).toBeDefined();
+    expect400(
+      () => parse({ structured_outputs: { regex: "a" }, response_format: { type: "json_object" } }),
+      "structured_outputs",
+      "invalid_value",
+    );
   });
 
   it("response_format json_object and json_schema", () => {
-    expect400(
-      () => parse({ response_format: { type: "json_object" } }),
-      "response_format",
-      "unsupported_parameter",
-    );
-    expect400(
-      () =>
-        parse({
-          response_format: { type: "json_schema", json_schema: { name: "x", schema: {}, strict: true } },
-        }),
-      "response_format",
-      "unsupported_parameter",
-    );
+    expect(parse({ response_format: { type: "json_object" } }).constraint).toEqual({
+      kind: "json_object",
+      anyWhitespace: true,
+    });
+    const schema = { type: "object", properties: { a: { type: "string" } } };
+    for (const strict of [true, false, null])
+      expect(
+        parse({ response_format: { type: "json_schema", json_schema: { name: "x", schema, strict } } })
+          .constraint,
+      ).toEqual({ kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: true });
+    expect(parse({ response_format: { type: "text" } }).constraint).toBeUndefined();
     expect400(
       () => parse({ response_format: { type: "json_schema" } }),
       "response_format.json_schema",

@@ -176,7 +176,9 @@ export class SequenceSampler {
 
     // 7. Greedy shortcut; otherwise 8-12.
     let tokenId = this.#greedy ? argmax(row) : this.#sampleRandom(row);
-    // Every token excluded (contradictory constraints): fall back to the model's own favourite.
+    // Every token excluded (contradictory constraints): the structured-output mask wins (its best
+    // allowed token), else the model's own favourite.
+    if (tokenId < 0 && mask) tokenId = argmax(raw);
     if (tokenId < 0) tokenId = Math.max(argmax(logits), 0);
 
     // 13. Logprobs.

@@ -15,6 +15,7 @@ import { outOfVocab } from "../token-ids.ts";
 import type { EngineCoreConfig, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink } from "./active-request.ts";
 import { BeamGroup } from "./beam-group.ts";
+import type { TokenConstraint } from "./constrain.ts";
 import { Sequence } from "./sequence.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
@@ -34,6 +35,8 @@ export function admit(
   emit: EventSink,
   arrival: number,
   ctx: AdmissionContext,
+  /** One per choice (structured outputs), already compiled. */
+  constraints?: TokenConstraint[],
 ): ActiveRequest {
   const { config } = ctx;
   if (req.priority !== 0 && config.schedulingPolicy !== "priority")
@@ -62,7 +65,7 @@ export function admit(
   };
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx);
-  else active.sequences = choices(active, ctx);
+  else active.sequences = choices(active, ctx, constraints);
   return active;
 }
 
@@ -118,7 +121,7 @@ function badWordsTokenIds(words: readonly string[], tokenize: PromptTokenizer): 
 }
 
 /** The request's choices: a sampler (choice i seeded with seed + i), output text and stop rules each. */
-function choices(a: ActiveRequest, ctx: AdmissionContext): Sequence[] {
+function choices(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenConstraint[]): Sequence[] {
   const r = a.req;
   const { model, tokenize } = ctx;
   const { logitBias, badWords, seed, ...sampling } = r.sampling;
@@ -162,6 +165,7 @@ function choices(a: ActiveRequest, ctx: AdmissionContext): Sequence[] {
         wantLogprobs: r.logprobs !== undefined,
       },
       a.promptIds.length,
+      constraints?.[i],
     );
   });
 }

@@ -2,15 +2,21 @@
  * The constrain stage: between the forward pass and sampling, every sequence with a token
  * constraint fills its row of an allowed-token bitmask (bit i set = token i may be sampled), as
  * vLLM's structured-output manager fills the grammar bitmask between execute_model and
- * sample_tokens. The sampler applies the mask before anything else (raw logprobs included).
- * Structured outputs plug in by implementing TokenConstraint; sequences without one are unmasked.
+ * sample_tokens. The sampler applies the mask before anything else (raw logprobs included, as
+ * vLLM's raw logprobs are computed from the masked logits).
+ * Structured outputs plug in by implementing TokenConstraint (src/core/structured/); sequences
+ * without one are unmasked.
  */
 
 export interface TokenConstraint {
   /** Sets the bits of the tokens allowed next; `mask` arrives cleared. */
-  fillMask(mask: Uint32Array): void;
-  /** Advances past the token that was sampled. */
-  accept(tokenId: number): void;
+  fillMask(mask: Uint32Array): Promise<void>;
+  /** Advances past the token that was sampled; false when the constraint refuses it. */
+  accept(tokenId: number): boolean;
+  /** Nothing more may follow (a stop token was accepted in an accepting state). */
+  readonly terminated?: boolean;
+  /** Frees what the constraint holds once its sequence has finished. */
+  release?(): void;
 }
 
 /** 32-bit words in one sequence's mask. */
@@ -27,16 +33,26 @@ export class MaskRows {
     this.words = maskWords(vocabSize);
   }
 
-  /** One mask per sequence, in order; undefined for sequences without a constraint. */
-  build(sequences: readonly { readonly constraint?: TokenConstraint }[]): (Uint32Array | undefined)[] {
+  /**
+   * One mask per sequence, in order; undefined for sequences without a constraint. Masks may be
+   * computed asynchronously (the engine builds them while the forward pass runs).
+   */
+  async build(
+    sequences: readonly { readonly constraint?: TokenConstraint }[],
+  ): Promise<(Uint32Array | undefined)[]> {
     let used = 0;
-    return sequences.map((s) => {
-      if (!s.constraint) return undefined;
+    const out: (Uint32Array | undefined)[] = [];
+    for (const s of sequences) {
+      if (!s.constraint) {
+        out.push(undefined);
+        continue;
+      }
       if (used === this.rows.length) this.rows.push(new Uint32Array(this.words));
       const row = this.rows[used++]!;
       row.fill(0);
-      s.constraint.fillMask(row);
-      return row;
-    });
+      await s.constraint.fillMask(row);
+      out.push(row);
+    }
+    return out;
   }
 }

@@ -5,7 +5,8 @@
  *   schedule   (schedule.ts)   aborted requests leave, the next waiting one is admitted; the plan
  *                              names the decoding rows and the prompt chunk to run
  *   execute    (runner/)       the forward pass over the KV rows
- *   constrain  (constrain.ts)  each constrained sequence fills its allowed-token mask
+ *   constrain  (constrain.ts)  each constrained sequence fills its allowed-token mask (while the
+ *                              forward pass runs: masks depend only on tokens already accepted)
  *   sample     (sample/)       one token per sequence from its logits row and mask
  *   update     (update.ts)     tokens join their sequences: stop checks, text, events; finished
  *                              rows leave the batch
@@ -15,20 +16,23 @@
  * boundaries.
  */
 import type { DecoderConfig } from "../model/model-config.ts";
+import { RequestError } from "../request-error.ts";
 import type { ModelRunner } from "../runner/batch-runner.ts";
 import type { SampledToken } from "../sample/params.ts";
+import { GrammarBackend } from "../structured/grammar-backend.ts";
+import { readGrammarVocabulary } from "../structured/vocabulary.ts";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink, Row } from "./active-request.ts";
 import { admit, type PromptTokenizer } from "./admission.ts";
 import { BeamRow } from "./beam-group.ts";
-import { MaskRows } from "./constrain.ts";
+import { MaskRows, type TokenConstraint } from "./constrain.ts";
 import { collectPromptLogprobs } from "./prompt-logprobs.ts";
 import { type PrefillChunk, Scheduler } from "./schedule.ts";
 import type { Sequence } from "./sequence.ts";
 import { advanceBeams, deliver, emitPrompt } from "./update.ts";
 
-export { RequestError } from "../request-error.ts";
 export type { EventSink, PromptTokenizer };
+export { RequestError };
 
 export interface EngineStats {
   waiting: number;
@@ -50,6 +54,8 @@ export class EngineCore {
   private readonly tokenize: PromptTokenizer;
   private readonly scheduler: Scheduler;
   private readonly masks: MaskRows;
+  /** Structured outputs' grammars over this model's vocabulary, made on the first constrained request. */
+  private grammars: GrammarBackend | undefined;
   private arrivals = 0;
   private readonly timing = { decodeForwardMs: 0, decodeSampleMs: 0, decodeSteps: 0, decodedTokens: 0 };
   private looping = false;
@@ -80,8 +86,29 @@ export class EngineCore {
     };
   }
 
-  /** Sets the request up and queues it; throws RequestError for a request that cannot be served. */
-  submit(req: EngineRequest, emit: EventSink): { abort(): void } {
+  /** The structured-output backend of this model's vocabulary. */
+  structuredBackend(): GrammarBackend {
+    this.grammars ??= new GrammarBackend(
+      readGrammarVocabulary(this.config.modelDir, this.model.vocabSize, this.model.eosTokenIds),
+    );
+    return this.grammars;
+  }
+
+  /**
+   * Sets the request up and queues it; rejects with RequestError for a request that cannot be
+   * served (a structured-output constraint is checked and compiled first).
+   */
+  async submit(req: EngineRequest, emit: EventSink): Promise<{ abort(): void }> {
+    let constraints: TokenConstraint[] | undefined;
+    if (req.constraint) {
+      if (req.useBeamSearch)
+        throw new RequestError(
+          "invalid_request",
+          "use_beam_search cannot be combined with structured outputs",
+          "use_beam_search",
+        );
+      constraints = await this.structuredBackend().constraints(req.constraint, req.n);
+    }
     const active = admit(
       req,
       (e: EngineEvent) => {
@@ -94,6 +121,7 @@ export class EngineCore {
       },
       this.arrivals++,
       { config: this.config, model: this.model, tokenize: this.tokenize },
+      constraints,
     );
     this.scheduler.add(active);
     this.kick();
@@ -142,10 +170,13 @@ export class EngineCore {
 
   private async decodeStep(rows: readonly Row[]): Promise<void> {
     const t0 = performance.now();
-    const { logits, vocab } = await this.runner.decode(
+    const forward = this.runner.decode(
       rows.map((d) => d.seq.lastToken),
       rows.map((d) => d.seq.length),
     );
+    // The constrain stage runs while the forward pass does.
+    const masks = await this.buildMasks(rows, forward);
+    const { logits, vocab } = await forward;
     const t1 = performance.now();
     for (const d of rows) d.seq.length += 1;
     const live = rows.map((d, r) => ({ d, logits: logits.subarray(r * vocab, (r + 1) * vocab) }));
@@ -153,8 +184,7 @@ export class EngineCore {
       ({ d }) => !d.owner.aborted && !d.seq.finished && !(d.seq instanceof BeamRow),
     );
     const sequences = choices.map(({ d }) => d.seq as Sequence);
-    const masks = this.masks.build(sequences);
-    const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(choices[i]!.logits, masks[i]));
+    const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(choices[i]!.logits, masks.get(seq)));
     sequences.forEach((seq, i) => {
       deliver(choices[i]!.d.owner, seq, sampled[i]!);
     });
@@ -165,6 +195,29 @@ export class EngineCore {
     t.decodeSampleMs += performance.now() - t1;
     t.decodeSteps += 1;
     t.decodedTokens += rows.length;
+  }
+
+  /** Each constrained, live sequence's mask for this step (none when no row has a constraint). */
+  private async buildMasks(
+    rows: readonly Row[],
+    forward: Promise<unknown>,
+  ): Promise<Map<Sequence, Uint32Array>> {
+    const out = new Map<Sequence, Uint32Array>();
+    const constrained = rows
+      .map((d) => d.seq)
+      .filter((s): s is Sequence => !(s instanceof BeamRow) && !s.finished && s.constraint !== undefined);
+    if (constrained.length === 0) return out;
+    try {
+      const masks = await this.masks.build(constrained);
+      constrained.forEach((s, i) => {
+        out.set(s, masks[i]!);
+      });
+      return out;
+    } catch (err) {
+      // The forward pass's own failure, if any, is reported by the caller's await; not twice.
+      forward.catch(() => {});
+      throw err;
+    }
   }
 
   /** Beam groups advance as a whole, with one logits row per live beam in the group's order. */
@@ -208,7 +261,7 @@ export class EngineCore {
     if (a.beams) advanceBeams(a, [last], this.runner.kv, (b) => this.scheduler.rowOf(b));
     else {
       // Every choice samples its first token from the prompt's last logits.
-      const masks = this.masks.build(a.sequences);
+      const masks = await this.masks.build(a.sequences);
       const sampled = a.sequences.map((seq, i) => seq.sample(last, masks[i]));
       a.sequences.forEach((seq, i) => {
         deliver(a, seq, sampled[i]!);

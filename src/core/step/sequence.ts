@@ -27,7 +27,7 @@ export interface SequenceLimits {
 export class Sequence {
   readonly choice: number;
   readonly sampler: SequenceSampler;
-  /** Limits the tokens this sequence may sample (structured outputs); none today. */
+  /** Limits the tokens this sequence may sample (structured outputs). */
   readonly constraint?: TokenConstraint;
   readonly outputIds: number[] = [];
   /** Positions held in the KV cache. */
@@ -82,7 +82,8 @@ export class Sequence {
   /** The update stage: appends a sampled token, applies the stop checks and returns the events to emit. */
   append(sampled: SampledToken): EngineEvent[] {
     const id = sampled.tokenId;
-    this.constraint?.accept(id);
+    // A token the grammar refuses can only come from an empty mask: the output ends before it.
+    if (this.constraint?.accept(id) === false) return [this.finishEvent("stop", null)];
     this.outputIds.push(id);
     this.lastToken = id;
     const n = this.outputIds.length;
@@ -101,6 +102,8 @@ export class Sequence {
     if (!finish && n >= l.maxTokens) finish = { reason: "length", stopReason: null };
     if (!finish && l.repetition && n >= l.minTokens && detectRepetition(this.outputIds, l.repetition))
       finish = { reason: "repetition", stopReason: "repetition_detected" };
+    // The grammar is complete and took its stop token (also with ignore_eos): nothing may follow.
+    if (!finish && this.constraint?.terminated) finish = { reason: "stop", stopReason: null };
 
     const events: EngineEvent[] = [];
     if (finish && step.stop === undefined) text += this.text.finish();
@@ -117,6 +120,7 @@ export class Sequence {
 
   finishEvent(reason: FinishReason, stopReason: number | string | null): EngineEvent {
     this.finished = true;
+    this.constraint?.release?.();
     return {
       type: "finish",
       choice: this.choice,

@@ -1,0 +1,218 @@
+/**
+ * Structured outputs over a JSONSchemaBench-style folder (one `{schema, tests: [{valid, data}]}`
+ * file per schema): schemas accepted vs refused (by the feature named), compile time, mask time per
+ * token, valid instances masked out and invalid instances wrongly accepted by the matcher (driven
+ * token by token with SmolLM2's tokenizer; must be 0 for accepted schemas), and, for a sample of
+ * accepted schemas, model outputs (temperature 1, through the Engine) that validate with Ajv.
+ *
+ *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--json out.json]
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { readModelConfig } from "../src/core/model/model-config.ts";
+import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
+import { checkSupported } from "../src/core/structured/check-constraint.ts";
+import type { StructuredConstraint } from "../src/core/structured/constraint-spec.ts";
+import { GrammarBackend } from "../src/core/structured/grammar-backend.ts";
+import { readGrammarVocabulary } from "../src/core/structured/vocabulary.ts";
+import { Engine } from "../src/engine/engine.ts";
+import { modelsDir } from "../src/util/paths.ts";
+import { percentile } from "./stats.ts";
+
+const MODEL = "smollm2-135m-instruct";
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(name);
+  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+const folder = process.argv[2];
+if (!folder || folder.startsWith("--")) {
+  console.error("usage: node bench/structured.ts <folder> [--outputs N] [--max-tokens N] [--json out.json]");
+  process.exit(2);
+}
+const outputsWanted = Number(arg("--outputs", "20"));
+const maxTokens = Number(arg("--max-tokens", "256"));
+
+interface BenchFile {
+  schema: unknown;
+  tests?: { valid: boolean; data: unknown; description?: string }[];
+}
+
+const modelDir = join(modelsDir(), MODEL);
+const decoder = readModelConfig(modelDir).decoder;
+const vocab = readGrammarVocabulary(modelDir, decoder.vocabSize, decoder.eosTokenIds);
+const backend = new GrammarBackend(vocab, 1024);
+const tok = await loadTransformersTokenizer(modelDir);
+const encode = (text: string) => tok.encode(text, { add_special_tokens: false });
+const words = Math.ceil(decoder.vocabSize / 32);
+const allowed = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+
+const files = readdirSync(folder)
+  .filter((f) => f.endsWith(".json"))
+  .sort();
+const refusedBy = new Map<string, number>();
+const backendErrors: string[] = [];
+const compileMs: number[] = [];
+const compileBy: [string, number][] = [];
+const maskUs: number[] = [];
+const accepted: {
+  name: string;
+  schema: unknown;
+  constraint: Extract<StructuredConstraint, { kind: "json_schema" }>;
+}[] = [];
+let validInstances = 0;
+let validMasked = 0;
+let invalidInstances = 0;
+const wronglyAccepted: string[] = [];
+
+/** Drives the instance's tokens through a fresh matcher; true when every token and then EOS was allowed. */
+async function drive(c: StructuredConstraint, text: string): Promise<boolean> {
+  const [m] = await backend.constraints(c, 1);
+  const mask = new Uint32Array(words);
+  try {
+    for (const id of [...encode(text), ...decoder.eosTokenIds.slice(0, 1)]) {
+      mask.fill(0);
+      const t0 = performance.now();
+      await m!.fillMask(mask);
+      maskUs.push((performance.now() - t0) * 1000);
+      if (!allowed(mask, id)) return false;
+      m!.accept(id);
+    }
+    return m!.terminated;
+  } finally {
+    m!.release();
+  }
+}
+
+const t0 = performance.now();
+for (const f of files) {
+  const file = JSON.parse(readFileSync(join(folder, f), "utf8")) as BenchFile;
+  const constraint: Extract<StructuredConstraint, { kind: "json_schema" }> = {
+    kind: "json_schema",
+    schema: JSON.stringify(file.schema),
+    anyWhitespace: true,
+  };
+  try {
+    checkSupported(constraint);
+  } catch (err) {
+    // "structured_outputs.json: not supported: <feature> at <pointer>" → the feature.
+    const why = (err as Error).message.replace(/^[^:]*: (not supported: )?/, "").replace(/ at [^ ]*$/, "");
+    refusedBy.set(why, (refusedBy.get(why) ?? 0) + 1);
+    continue;
+  }
+  try {
+    const r = await backend.compile(constraint);
+    compileMs.push(r.compileMs);
+    compileBy.push([f, r.compileMs]);
+  } catch (err) {
+    backendErrors.push(`${f}: ${(err as Error).message.slice(0, 160)}`);
+    continue;
+  }
+  accepted.push({ name: f, schema: file.schema, constraint });
+  for (const t of file.tests ?? []) {
+    const ok = await drive(constraint, JSON.stringify(t.data));
+    if (t.valid) {
+      validInstances++;
+      if (!ok) validMasked++;
+    } else {
+      invalidInstances++;
+      if (ok) wronglyAccepted.push(`${f}: ${t.description ?? ""} ${JSON.stringify(t.data).slice(0, 120)}`);
+    }
+  }
+}
+const matcherSeconds = (performance.now() - t0) / 1000;
+
+// Model outputs for a sample of the accepted schemas, validated with Ajv (2020-12, formats).
+const ajv = new Ajv2020({ strict: false, validateSchema: false });
+addFormats.default(ajv);
+let outputsRun = 0;
+let outputsStopped = 0;
+let outputsValid = 0;
+const invalidOutputs: string[] = [];
+if (outputsWanted > 0) {
+  const engine = await Engine.open({ workers: 1, threads: 2 });
+  try {
+    const step = Math.max(1, Math.floor(accepted.length / outputsWanted));
+    for (let i = 0; i < accepted.length && outputsRun < outputsWanted; i += step) {
+      const a = accepted[i]!;
+      let validate: ReturnType<typeof ajv.compile>;
+      try {
+        validate = ajv.compile(a.schema as object);
+      } catch {
+        continue;
+      }
+      const out = await engine.generate({
+        model: MODEL,
+        prompt: {
+          messages: [
+            {
+              role: "user",
+              content: `Give a JSON value for this JSON Schema:\n${JSON.stringify(a.schema).slice(0, 2000)}`,
+            },
+          ],
+        },
+        params: {
+          maxTokens,
+          constraint: { ...a.constraint, anyWhitespace: false },
+          sampling: { temperature: 1, seed: BigInt(i + 1) },
+        },
+      });
+      const c = out.choices[0]!;
+      outputsRun++;
+      if (c.finishReason !== "stop") continue;
+      outputsStopped++;
+      let value: unknown;
+      try {
+        value = JSON.parse(c.text);
+      } catch {
+        invalidOutputs.push(`${a.name}: not JSON: ${c.text.slice(0, 100)}`);
+        continue;
+      }
+      if (validate(value)) outputsValid++;
+      else invalidOutputs.push(`${a.name}: ${JSON.stringify(validate.errors).slice(0, 200)}`);
+    }
+  } finally {
+    await engine.close();
+  }
+}
+
+const refusedTotal = [...refusedBy.values()].reduce((a, b) => a + b, 0);
+const report = {
+  folder,
+  schemas: files.length,
+  accepted: accepted.length,
+  refused: refusedTotal,
+  backendErrors: backendErrors.length,
+  refusedBy: Object.fromEntries([...refusedBy].sort((a, b) => b[1] - a[1])),
+  compileMs: {
+    p50: percentile(compileMs, 50),
+    p99: percentile(compileMs, 99),
+    max: percentile(compileMs, 100),
+  },
+  slowestCompiles: compileBy
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([f, ms]) => `${f} ${Math.round(ms)} ms`),
+  maskUs: {
+    masks: maskUs.length,
+    p50: percentile(maskUs, 50),
+    p99: percentile(maskUs, 99),
+    max: percentile(maskUs, 100),
+  },
+  validInstances,
+  validMaskedOut: validMasked,
+  invalidInstances,
+  invalidWronglyAccepted: wronglyAccepted.length,
+  outputs: { run: outputsRun, finished: outputsStopped, valid: outputsValid },
+  matcherSeconds,
+};
+console.log(JSON.stringify(report, null, 2));
+for (const w of wronglyAccepted) console.log(`WRONGLY ACCEPTED ${w}`);
+for (const e of backendErrors) console.log(`BACKEND ERROR ${e}`);
+for (const o of invalidOutputs) console.log(`INVALID OUTPUT ${o}`);
+const json = arg("--json", "");
+if (json)
+  writeFileSync(json, JSON.stringify({ ...report, wronglyAccepted, backendErrors, invalidOutputs }, null, 2));

@@ -1,0 +1,42 @@
+/**
+ * What a structured-output request asks the engine to enforce, as plain data (it crosses the
+ * worker boundary inside the EngineRequest). The protocol layer builds it from `structured_outputs`
+ * or `response_format`; the worker compiles it into a grammar over the model's vocabulary.
+ */
+export type StructuredConstraint =
+  /** A JSON Schema (as JSON text); `anyWhitespace` false forces compact output. */
+  | { kind: "json_schema"; schema: string; anyWhitespace: boolean }
+  /** Any JSON object. */
+  | { kind: "json_object"; anyWhitespace: boolean }
+  /** The whole output matches the regular expression. */
+  | { kind: "regex"; pattern: string }
+  /** The output is exactly one of the strings. */
+  | { kind: "choice"; choices: string[] }
+  /** An EBNF / GBNF grammar whose entry rule is `root`. */
+  | { kind: "grammar"; grammar: string }
+  /** XGrammar's structural tag (JSON text). */
+  | { kind: "structural_tag"; structuralTag: string };
+
+/** The request field a constraint came from, for error messages. */
+export function constraintField(c: StructuredConstraint): string {
+  switch (c.kind) {
+    case "json_schema":
+      return "structured_outputs.json";
+    case "json_object":
+      return "structured_outputs.json_object";
+    default:
+      return `structured_outputs.${c.kind}`;
+  }
+}
+
+/** One EBNF rule text for a literal string (XGrammar escapes). */
+export function ebnfString(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += `\\${ch}`;
+    else if (cp < 0x20 || cp === 0x7f) out += `\\u${cp.toString(16).padStart(4, "0")}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}

@@ -1,0 +1,259 @@
+/**
+ * Fail closed: the JSON Schema features the grammar backend (XGrammar) enforces, as an explicit
+ * allow-list. A schema is walked (through its local $refs) and the first assertion the backend
+ * would not enforce is named, so the request is refused instead of producing output that does not
+ * validate. Annotations (title, description, unknown keywords...) assert nothing and pass.
+ * Each rule was found by driving the backend with instances that violate the keyword
+ * (test/structured/schema-support.test.ts keeps those experiments): a keyword stays allowed only if
+ * every such instance is rejected.
+ */
+import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
+
+const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
+
+/** Formats the backend enforces as a grammar. */
+export const ENFORCED_FORMATS = new Set([
+  "date-time",
+  "date",
+  "time",
+  "email",
+  "uuid",
+  "ipv4",
+  "ipv6",
+  "hostname",
+  "uri",
+  "duration",
+]);
+
+/** Assertion keywords the backend does not enforce (or enforces wrongly): always refused. */
+const REFUSED = new Map([
+  ["not", "not"],
+  ["if", "if/then/else"],
+  ["then", "if/then/else"],
+  ["else", "if/then/else"],
+  ["oneOf", "oneOf (enforced as anyOf: an instance matching two branches would pass)"],
+  ["patternProperties", "patternProperties"],
+  ["propertyNames", "propertyNames"],
+  ["dependencies", "dependencies"],
+  ["dependentRequired", "dependentRequired"],
+  ["dependentSchemas", "dependentSchemas"],
+  ["contains", "contains"],
+  ["minContains", "minContains"],
+  ["maxContains", "maxContains"],
+  ["unevaluatedProperties", "unevaluatedProperties"],
+  ["unevaluatedItems", "unevaluatedItems"],
+  ["additionalItems", "additionalItems"],
+  ["multipleOf", "multipleOf"],
+  ["$dynamicRef", "$dynamicRef"],
+  ["$recursiveRef", "$recursiveRef"],
+]);
+
+const STRING_KEYWORDS = ["minLength", "maxLength", "pattern", "format"];
+const NUMBER_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+const ARRAY_KEYWORDS = ["items", "prefixItems", "minItems", "maxItems", "uniqueItems"];
+const OBJECT_KEYWORDS = ["minProperties", "maxProperties"];
+
+const COMBINATORS = ["$ref", "anyOf", "allOf"];
+/** Every assertion keyword allowed above. */
+const ASSERTIONS = new Set([
+  "type",
+  "enum",
+  "const",
+  "properties",
+  "required",
+  "additionalProperties",
+  ...STRING_KEYWORDS,
+  ...NUMBER_KEYWORDS,
+  ...ARRAY_KEYWORDS,
+  ...OBJECT_KEYWORDS,
+]);
+
+export class UnsupportedSchema extends Error {
+  /** JSON pointer of the offending schema inside the request's schema. */
+  readonly at: string;
+  constructor(at: string, what: string) {
+    super(`${what} at ${at || "#"}`);
+    this.at = at;
+  }
+}
+
+/** Throws UnsupportedSchema naming the first feature the backend would not enforce. */
+export function checkJsonSchema(root: unknown): void {
+  const seen = new Set<unknown>();
+  const walk = (s: unknown, at: string): void => {
+    if (s === true) return;
+    if (s === false) throw new UnsupportedSchema(at, "the schema false");
+    if (typeof s !== "object" || s === null || Array.isArray(s))
+      throw new UnsupportedSchema(at, "a schema that is not an object or true");
+    if (seen.has(s)) return;
+    seen.add(s);
+    const o = s as Record<string, unknown>;
+    for (const key of Object.keys(o)) {
+      const refused = REFUSED.get(key);
+      if (refused) throw new UnsupportedSchema(at, `keyword ${refused}`);
+    }
+    const types = typeList(o.type, at);
+    const needType = (keywords: string[], allowed: string[]) => {
+      for (const k of keywords)
+        if (k in o && !(types && types.length > 0 && types.every((t) => allowed.includes(t) || t === "null")))
+          throw new UnsupportedSchema(
+            at,
+            `keyword ${k} without "type": ${allowed.map((t) => JSON.stringify(t)).join(" or ")} beside it`,
+          );
+    };
+    needType(STRING_KEYWORDS, ["string"]);
+    needType(NUMBER_KEYWORDS, ["integer", "number"]);
+    needType(ARRAY_KEYWORDS, ["array"]);
+    needType(OBJECT_KEYWORDS, ["object"]);
+
+    if ("enum" in o && !Array.isArray(o.enum)) throw new UnsupportedSchema(at, "enum that is not an array");
+    if ("pattern" in o) {
+      if (typeof o.pattern !== "string") throw new UnsupportedSchema(at, "pattern that is not a string");
+      const problem = unsupportedRegexFeature(o.pattern);
+      if (problem) throw new UnsupportedSchema(at, `pattern with ${problem}`);
+      const json = forJsonString(o.pattern);
+      if ("refused" in json) throw new UnsupportedSchema(at, `pattern with ${json.refused}`);
+      // The backend ignores length and format beside a pattern (it warns so).
+      for (const k of ["minLength", "maxLength", "format"])
+        if (k in o) throw new UnsupportedSchema(at, `pattern beside ${k}`);
+    }
+    if ("format" in o)
+      for (const k of ["minLength", "maxLength"])
+        if (k in o) throw new UnsupportedSchema(at, `format beside ${k}`);
+    if ("format" in o && !ENFORCED_FORMATS.has(String(o.format)))
+      throw new UnsupportedSchema(at, `format ${JSON.stringify(o.format)}`);
+    // The backend's numeric ranges are not exact (minimum 2 lets 1 through, maximum -9 lets -8
+    // through, number bounds let values just outside pass); only a lower bound of 0 or 1 on
+    // integers held in every probe.
+    const bounds = NUMBER_KEYWORDS.filter((k) => k in o);
+    if (bounds.length > 0) {
+      const safe =
+        bounds.length === 1 &&
+        bounds[0] === "minimum" &&
+        (o.minimum === 0 || o.minimum === 1) &&
+        types?.every((t) => t === "integer" || t === "null");
+      if (!safe)
+        throw new UnsupportedSchema(
+          at,
+          `${bounds.join(" and ")} (numeric ranges are enforced only as minimum 0 or 1 on integers)`,
+        );
+    }
+    if ("uniqueItems" in o && o.uniqueItems !== false) throw new UnsupportedSchema(at, "uniqueItems");
+    if ("allOf" in o) {
+      if (!Array.isArray(o.allOf) || o.allOf.length !== 1)
+        throw new UnsupportedSchema(at, "allOf with more than one schema");
+      walk(o.allOf[0], `${at}/allOf/0`);
+    }
+    if ("anyOf" in o) {
+      if (!Array.isArray(o.anyOf) || o.anyOf.length === 0)
+        throw new UnsupportedSchema(at, "anyOf that is not a non-empty array");
+      o.anyOf.forEach((b, i) => {
+        walk(b, `${at}/anyOf/${i}`);
+      });
+    }
+    if ("properties" in o) {
+      const props = o.properties;
+      if (typeof props !== "object" || props === null || Array.isArray(props))
+        throw new UnsupportedSchema(at, "properties that is not an object");
+      for (const [name, sub] of Object.entries(props)) walk(sub, `${at}/properties/${escapePointer(name)}`);
+    }
+    if ("required" in o) {
+      if (!Array.isArray(o.required) || o.required.some((r) => typeof r !== "string"))
+        throw new UnsupportedSchema(at, "required that is not an array of strings");
+      // The backend enforces required only for declared properties (measured).
+      const declared = (o.properties ?? {}) as Record<string, unknown>;
+      const missing = (o.required as string[]).find((r) => !Object.hasOwn(declared, r));
+      if (missing !== undefined)
+        throw new UnsupportedSchema(at, `required ${JSON.stringify(missing)} that is not in properties`);
+    }
+    if ("additionalProperties" in o && o.additionalProperties !== false) {
+      // With declared properties, extra properties are let through unchecked (measured).
+      if ("properties" in o)
+        throw new UnsupportedSchema(at, "additionalProperties other than false beside properties");
+      walk(o.additionalProperties, `${at}/additionalProperties`);
+    }
+    if ("items" in o) {
+      if (Array.isArray(o.items)) throw new UnsupportedSchema(at, "items as an array (use prefixItems)");
+      walk(o.items, `${at}/items`);
+    }
+    if ("prefixItems" in o) {
+      if (!Array.isArray(o.prefixItems)) throw new UnsupportedSchema(at, "prefixItems that is not an array");
+      o.prefixItems.forEach((b, i) => {
+        walk(b, `${at}/prefixItems/${i}`);
+      });
+    }
+    for (const k of ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"])
+      if (k in o && !(Number.isInteger(o[k]) && (o[k] as number) >= 0))
+        throw new UnsupportedSchema(at, `${k} that is not a non-negative integer`);
+    if ("$ref" in o) walk(resolveRef(root, o.$ref, at), String(o.$ref));
+    // The backend takes $ref, anyOf and allOf alone: assertions beside them are not combined (measured).
+    const combinators = COMBINATORS.filter((k) => k in o);
+    if (combinators.length > 0) {
+      const beside = Object.keys(o).filter((k) => ASSERTIONS.has(k) && !combinators.includes(k));
+      if (combinators.length > 1 || beside.length > 0)
+        throw new UnsupportedSchema(at, `${[...combinators, ...beside].join(" beside ")}`);
+    }
+  };
+  walk(root, "");
+}
+
+function typeList(t: unknown, at: string): string[] | undefined {
+  if (t === undefined) return undefined;
+  const list = Array.isArray(t) ? t : [t];
+  for (const x of list)
+    if (typeof x !== "string" || !TYPES.has(x)) throw new UnsupportedSchema(at, `type ${JSON.stringify(x)}`);
+  return list as string[];
+}
+
+function escapePointer(s: string): string {
+  return s.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** A local reference ("#" or "#/a/b") into the root schema. */
+function resolveRef(root: unknown, ref: unknown, at: string): unknown {
+  if (typeof ref !== "string" || !(ref === "#" || ref.startsWith("#/")))
+    throw new UnsupportedSchema(at, `$ref ${JSON.stringify(ref)} (only local #/... references)`);
+  let node: unknown = root;
+  for (const raw of ref === "#" ? [] : ref.slice(2).split("/")) {
+    const key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    if (typeof node !== "object" || node === null || !(key in node))
+      throw new UnsupportedSchema(at, `$ref ${JSON.stringify(ref)} that points nowhere`);
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+/** RFC 3339 full-date with each month's real length (29 February is never generated). */
+const DATE =
+  "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
+const TIME =
+  "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+/** Formats given to the backend as patterns: its own grammars accept dates such as 2024-02-30. */
+const FORMAT_PATTERNS: Record<string, string> = { date: `^${DATE}$`, "date-time": `^${DATE}T${TIME}$` };
+
+/**
+ * The schema as the backend must read it: every `pattern` in the JSON-safe form (regex-support.ts
+ * forJsonString) and the date formats as exact patterns. Call after checkJsonSchema passed.
+ */
+export function withBackendPatterns(schema: unknown): unknown {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
+  const out: Record<string, unknown> = { ...schema };
+  if (typeof out.pattern === "string") {
+    const json = forJsonString(out.pattern);
+    if ("pattern" in json) out.pattern = json.pattern;
+  }
+  if (typeof out.format === "string" && out.format in FORMAT_PATTERNS) {
+    out.pattern = FORMAT_PATTERNS[out.format];
+    delete out.format;
+  }
+  // Recursion only into the places a subschema may sit (checkJsonSchema refused the others).
+  for (const k of ["properties", "$defs", "definitions"])
+    if (typeof out[k] === "object" && out[k] !== null)
+      out[k] = Object.fromEntries(
+        Object.entries(out[k]).map(([name, sub]) => [name, withBackendPatterns(sub)]),
+      );
+  for (const k of ["anyOf", "allOf", "prefixItems"])
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(withBackendPatterns);
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = withBackendPatterns(out[k]);
+  return out;
+}

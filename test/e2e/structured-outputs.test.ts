@@ -1,0 +1,141 @@
+/**
+ * Structured outputs end to end: a real server process and the real default model, driven by the
+ * official `openai` client — response_format json_schema and structured_outputs, streaming and
+ * not, n > 1 — and refusals as the client's BadRequestError.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
+import { type ServerProcess, startServerProcess } from "./server-process.ts";
+
+const MODEL = "smollm2-135m-instruct";
+const realModelDir = join(defaultModelsDir(), MODEL);
+const haveModel = existsSync(join(realModelDir, "onnx", "model_q4.onnx"));
+const KEY = "e2e-structured-key-0123456789";
+
+const SCHEMA = {
+  type: "object",
+  properties: {
+    city: { type: "string", maxLength: 20 },
+    population: { type: "integer", minimum: 0 },
+    capital: { type: "boolean" },
+  },
+  required: ["city", "population", "capital"],
+};
+
+describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () => {
+  let root: string;
+  let server: ServerProcess;
+  let client: OpenAI;
+  const validate = new Ajv2020({ strict: false }).compile(SCHEMA);
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), "ortserve-e2e-structured-"));
+    const models = join(root, "models");
+    mkdirSync(models);
+    symlinkSync(realModelDir, join(models, MODEL), "dir");
+    server = await startServerProcess({ modelsDir: models, dbPath: join(root, "ortserve.db"), apiKey: KEY });
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const messages = [
+    { role: "user" as const, content: "Describe Paris as JSON with city, population, capital." },
+  ];
+  const expectValid = (text: string, finish: string | null) => {
+    if (finish === "length") return;
+    expect(finish).toBe("stop");
+    expect(validate(JSON.parse(text)), text).toBe(true);
+  };
+
+  it("response_format json_schema, n = 2: every choice validates", async () => {
+    const r = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      n: 2,
+      temperature: 1,
+      max_completion_tokens: 80,
+      response_format: { type: "json_schema", json_schema: { name: "city", schema: SCHEMA, strict: true } },
+    });
+    expect(r.choices).toHaveLength(2);
+    for (const c of r.choices) expectValid(c.message.content!, c.finish_reason);
+  });
+
+  it("response_format json_schema, streamed: the joined deltas validate", async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      temperature: 1,
+      max_completion_tokens: 80,
+      stream: true,
+      response_format: { type: "json_schema", json_schema: { name: "city", schema: SCHEMA } },
+    });
+    let text = "";
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expectValid(text, finish);
+  });
+
+  it("structured_outputs json (compact) and choice, streamed with n = 3", async () => {
+    const json = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_completion_tokens: 80,
+      temperature: 1,
+      // vLLM's extra field, sent as part of the body.
+      structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const c = json.choices[0]!;
+    expectValid(c.message.content!, c.finish_reason);
+    if (c.finish_reason === "stop") expect(c.message.content).not.toMatch(/\s/);
+
+    const choices = ["positive", "negative", "neutral"];
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Sentiment of: I love this!" }],
+      n: 3,
+      temperature: 1,
+      stream: true,
+      structured_outputs: { choice: choices },
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const texts = ["", "", ""];
+    for await (const chunk of stream)
+      for (const ch of chunk.choices) texts[ch.index] += ch.delta.content ?? "";
+    for (const t of texts) expect(choices).toContain(t);
+  });
+
+  it("refusals are BadRequestErrors naming the feature", async () => {
+    const refused = client.chat.completions.create({
+      model: MODEL,
+      messages,
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "x",
+          schema: { type: "object", patternProperties: { "^a": { type: "integer" } } },
+        },
+      },
+    });
+    await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(refused).rejects.toMatchObject({ param: "response_format.json_schema.schema" });
+    await expect(refused).rejects.toThrow(/patternProperties/);
+    const two = client.chat.completions.create({
+      model: MODEL,
+      messages,
+      response_format: { type: "json_object" },
+      structured_outputs: { regex: "a+" },
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    await expect(two).rejects.toThrow(/at most one/);
+  });
+});

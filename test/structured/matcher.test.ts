@@ -1,0 +1,169 @@
+/**
+ * The fail-closed checker and the backend's matcher, driven token by token with SmolLM2's real
+ * tokenizer: for every keyword and regex feature the checker allows, valid instances are never
+ * masked out (and may end), and every violating instance is rejected at some step. Features the
+ * checker refuses are refused by name.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
+import { checkSupported } from "../../src/core/structured/check-constraint.ts";
+import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
+import { GrammarBackend } from "../../src/core/structured/grammar-backend.ts";
+import { readGrammarVocabulary } from "../../src/core/structured/vocabulary.ts";
+import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
+import { KEYWORD_CASES, REGEX_CASES } from "./keyword-cases.ts";
+
+const VOCAB = 49152;
+const EOS = 2;
+
+describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabulary", () => {
+  let backend: GrammarBackend;
+  let encode: (text: string) => number[];
+  beforeAll(async () => {
+    backend = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]));
+    const tok = await loadTransformersTokenizer(MODEL_DIR);
+    encode = (text) => tok.encode(text, { add_special_tokens: false });
+  });
+
+  const allowed = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+
+  /** Feeds the text's tokens one by one; the step at which the grammar refused, or "accepted". */
+  async function drive(c: StructuredConstraint, text: string): Promise<number | "accepted"> {
+    const [m] = await backend.constraints(c, 1);
+    const mask = new Uint32Array(VOCAB / 32);
+    const ids = encode(text);
+    try {
+      for (let i = 0; i < ids.length; i++) {
+        mask.fill(0);
+        await m!.fillMask(mask);
+        if (!allowed(mask, ids[i]!)) return i;
+        expect(m!.accept(ids[i]!)).toBe(true);
+      }
+      mask.fill(0);
+      await m!.fillMask(mask);
+      if (!allowed(mask, EOS)) return ids.length;
+      m!.accept(EOS);
+      expect(m!.terminated).toBe(true);
+      return "accepted";
+    } finally {
+      m!.release();
+    }
+  }
+
+  for (const k of KEYWORD_CASES) {
+    const c: StructuredConstraint = {
+      kind: "json_schema",
+      schema: JSON.stringify(k.schema),
+      anyWhitespace: true,
+    };
+    if (k.refuses) {
+      it(`refuses ${k.name}`, () => {
+        expect(() => checkSupported(c)).toThrow(k.refuses);
+      });
+      continue;
+    }
+    it(`enforces ${k.name}`, async () => {
+      checkSupported(c);
+      for (const v of k.valid) expect(await drive(c, JSON.stringify(v)), JSON.stringify(v)).toBe("accepted");
+      for (const v of k.invalid)
+        expect(await drive(c, JSON.stringify(v)), JSON.stringify(v)).not.toBe("accepted");
+    });
+  }
+
+  for (const r of REGEX_CASES) {
+    const c: StructuredConstraint = { kind: "regex", pattern: r.pattern };
+    if (r.refuses) {
+      it(`refuses the regex ${r.pattern}`, () => {
+        expect(() => checkSupported(c)).toThrow(r.refuses);
+      });
+      continue;
+    }
+    it(`enforces the regex ${r.pattern}`, async () => {
+      const js = new RegExp(`^(?:${r.pattern})$`, "u");
+      for (const v of r.valid) {
+        expect(js.test(v)).toBe(true);
+        expect(await drive(c, v), v).toBe("accepted");
+      }
+      for (const v of r.invalid) {
+        expect(js.test(v)).toBe(false);
+        expect(await drive(c, v), v).not.toBe("accepted");
+      }
+    });
+  }
+
+  it("choice: exactly the choices, quotes and newlines included", async () => {
+    const c: StructuredConstraint = { kind: "choice", choices: ['say "hi"', "a\nb", "yes", "café \\ 東京"] };
+    for (const v of c.choices) expect(await drive(c, v)).toBe("accepted");
+    for (const v of ["say hi", "a", "yesyes", "ye"]) expect(await drive(c, v)).not.toBe("accepted");
+  });
+
+  it("grammar (EBNF / GBNF): enforced, and a bad grammar is a RequestError naming the rule", async () => {
+    const c: StructuredConstraint = { kind: "grammar", grammar: 'root ::= "x" [0-9]+ ("," [0-9]+)*' };
+    expect(await drive(c, "x1,22")).toBe("accepted");
+    for (const v of ["x", "x1,", "y1"]) expect(await drive(c, v)).not.toBe("accepted");
+    await expect(backend.compile({ kind: "grammar", grammar: "root ::= foo" })).rejects.toThrow(/foo/);
+    // The backend still serves after a refused grammar.
+    expect(await drive(c, "x7")).toBe("accepted");
+  });
+
+  it("structural_tag: the tagged JSON is enforced, its schema checked like any other", async () => {
+    const tag = (schema: unknown): StructuredConstraint => ({
+      kind: "structural_tag",
+      structuralTag: JSON.stringify({
+        type: "structural_tag",
+        format: {
+          type: "tag",
+          begin: "<r>",
+          content: { type: "json_schema", json_schema: schema },
+          end: "</r>",
+        },
+      }),
+    });
+    const c = tag({ type: "object", properties: { x: { type: "integer" } }, required: ["x"] });
+    expect(await drive(c, '<r>{"x": 1}</r>')).toBe("accepted");
+    for (const v of ['<r>{"x": "s"}</r>', '{"x": 1}', '<r>{"x": 1}'])
+      expect(await drive(c, v)).not.toBe("accepted");
+    expect(() => checkSupported(tag({ type: "integer", not: { const: 1 } }))).toThrow(/not/);
+  });
+
+  it("json_object: any object, nothing else", async () => {
+    const c: StructuredConstraint = { kind: "json_object", anyWhitespace: true };
+    expect(await drive(c, '{"a": [1, {"b": null}], "c": "d"}')).toBe("accepted");
+    for (const v of ["[]", "1", '"x"', "{"]) expect(await drive(c, v)).not.toBe("accepted");
+  });
+
+  it("disable_any_whitespace: compact JSON only", async () => {
+    const schema = JSON.stringify({
+      type: "object",
+      properties: { a: { type: "integer" } },
+      required: ["a"],
+    });
+    const compact: StructuredConstraint = { kind: "json_schema", schema, anyWhitespace: false };
+    expect(await drive(compact, '{"a":1}')).toBe("accepted");
+    expect(await drive(compact, '{"a": 1}')).not.toBe("accepted");
+    expect(await drive({ ...compact, anyWhitespace: true }, '{ "a" : 1 }')).toBe("accepted");
+  });
+
+  it("special tokens never appear inside a constrained output", async () => {
+    const [m] = await backend.constraints(
+      { kind: "json_schema", schema: '{"type":"string"}', anyWhitespace: true },
+      1,
+    );
+    const mask = new Uint32Array(VOCAB / 32);
+    m!.accept(encode('"')[0]!);
+    await m!.fillMask(mask);
+    for (let id = 0; id <= 16; id++) expect(allowed(mask, id), `token ${id}`).toBe(false);
+    m!.release();
+  });
+
+  it("compiled grammars are cached per constraint and bounded", async () => {
+    const small = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]), 2);
+    const c = (s: string): StructuredConstraint => ({ kind: "choice", choices: [s] });
+    const first = await small.compile(c("a"));
+    expect((await small.compile(c("a"))).compiled).toBe(first.compiled);
+    await small.compile(c("b"));
+    await small.compile(c("c"));
+    expect(small.cachedGrammars).toBe(2);
+    expect((await small.compile(c("a"))).compiled).not.toBe(first.compiled);
+  });
+});
