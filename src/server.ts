@@ -3,6 +3,7 @@
  * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
  */
 import type { Server } from "node:http";
+import type { TemplatePoolOptions } from "./chat/index.ts";
 import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
@@ -25,6 +26,10 @@ export interface ServerConfig {
   prefillChunk: number;
   prefixCacheBytes: number;
   maxBodyBytes: number;
+  /** Chat template rendering threads and per-render budgets. */
+  templates: TemplatePoolOptions;
+  /** Render templates sent in requests (`chat_template`); off unless the operator allows it. */
+  trustRequestChatTemplate?: boolean;
   /** Print the bootstrap API key here (stdout by default). */
   announceKey?: (key: string) => void;
   logger?: Logger;
@@ -76,9 +81,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxModelLen: config.maxModelLen,
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
+    templates: config.templates,
   });
   let draining = false;
-  const chat = new ChatCompletionsService({ engine, metrics, logger, draining: () => draining });
+  const chat = new ChatCompletionsService({
+    engine,
+    metrics,
+    logger,
+    draining: () => draining,
+    trustRequestChatTemplate: config.trustRequestChatTemplate ?? false,
+  });
   const app = createApp({
     registry,
     keys: storage.keys,
@@ -89,6 +101,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxBodyBytes: config.maxBodyBytes,
     draining: () => draining,
     refreshEngineMetrics: async () => {
+      const t = engine.templates.counts;
+      metrics.templateRenders.setTotal(t.rendered, { outcome: "rendered" });
+      metrics.templateRenders.setTotal(t.timedOut, { outcome: "timed_out" });
+      metrics.templateRenders.setTotal(t.outOfMemory, { outcome: "out_of_memory" });
       const stats = (await engine.stats()) as Record<
         string,
         { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }

@@ -23,6 +23,8 @@ export interface ServingDeps {
   metrics: Metrics;
   logger: Logger;
   draining(): boolean;
+  /** Templates sent in requests may be rendered (the operator's choice; off by default). */
+  trustRequestChatTemplate?: boolean;
 }
 
 /** The fields the shared steps read from any parsed generation request. */
@@ -67,7 +69,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   protected abstract parse(body: unknown, raw: string): P;
   /** The request's fields worth a log line. */
   protected abstract logFields(req: P): Record<string, unknown>;
-  protected abstract engineRequest(req: P, model: EngineModel, requestId: string): EngineRequest;
+  protected abstract engineRequest(req: P, model: EngineModel, requestId: string): Promise<EngineRequest>;
   protected abstract accumulator(req: P, ctx: ResponseContext): Accumulator<J>;
   protected abstract streamer(req: P, ctx: ResponseContext): Streamer<C>;
 
@@ -108,7 +110,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
       tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
     }
     const model = this.deps.engine.model(req.model);
-    const request = this.engineRequest(req, model, tally.requestId);
+    const request = await this.engineRequest(req, model, tally.requestId);
     const run = new EngineRun(this.deps, { model, request }, ctx);
     const response = { requestId: tally.requestId, model: model.name };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);

@@ -24,6 +24,15 @@ Options:
   --threads <n>          ONNX Runtime threads per worker (default: 2)
   --max-num-seqs <n>     sequences decoded together per model (default: 16)
   --max-model-len <n>    context limit per sequence (default: 4096, at most the model's)
+  --trust-request-chat-template
+                         render chat templates sent in requests (\`chat_template\`); without
+                         it such requests get a 400 (templates are code the server runs)
+  --template-workers <n> threads rendering chat templates (default: 2)
+  --template-timeout-ms <n>
+                         time one template render may take before its thread is replaced
+                         and the request gets a 400 (default: 5000)
+  --template-max-chars <n>
+                         characters one template render may produce (default: 16777216)
   --no-setup             do not fetch/convert the default model first
   -h, --help             show this help
 `;
@@ -40,6 +49,10 @@ export async function run(argv: string[]): Promise<void> {
       threads: { type: "string" },
       "max-num-seqs": { type: "string" },
       "max-model-len": { type: "string" },
+      "trust-request-chat-template": { type: "boolean" },
+      "template-workers": { type: "string" },
+      "template-timeout-ms": { type: "string" },
+      "template-max-chars": { type: "string" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -66,6 +79,24 @@ export async function run(argv: string[]): Promise<void> {
     threads: parsePositiveInt("--threads", values.threads, SERVER_DEFAULTS.threads),
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
     maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
+    trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
+    templates: {
+      workers: parsePositiveInt(
+        "--template-workers",
+        values["template-workers"],
+        SERVER_DEFAULTS.templates.workers,
+      ),
+      timeoutMs: parsePositiveInt(
+        "--template-timeout-ms",
+        values["template-timeout-ms"],
+        SERVER_DEFAULTS.templates.timeoutMs,
+      ),
+      maxOutputChars: parsePositiveInt(
+        "--template-max-chars",
+        values["template-max-chars"],
+        SERVER_DEFAULTS.templates.maxOutputChars,
+      ),
+    },
   });
   process.stderr.write(`ortserve: serving on ${server.url}\n`);
   await new Promise<void>((resolve) => {
