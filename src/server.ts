@@ -9,6 +9,13 @@ import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
+import {
+  ADMISSION_DEFAULTS,
+  AdmissionControl,
+  type AdmissionLimits,
+  REQUEST_LIMIT_DEFAULTS,
+  type RequestLimits,
+} from "./serving/admission.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
@@ -30,6 +37,10 @@ export interface ServerConfig {
   templates: TemplatePoolOptions;
   /** Render templates sent in requests (`chat_template`); off unless the operator allows it. */
   trustRequestChatTemplate?: boolean;
+  /** Waiting-request and per-key limits (0: off). */
+  admission: AdmissionLimits;
+  /** Per-request token limits and timeout (0: off). */
+  requestLimits: RequestLimits;
   /** Print the bootstrap API key here (stdout by default). */
   announceKey?: (key: string) => void;
   logger?: Logger;
@@ -40,6 +51,8 @@ export const SERVER_DEFAULTS = {
   port: 8000,
   ...ENGINE_DEFAULTS,
   maxBodyBytes: 8 << 20,
+  admission: ADMISSION_DEFAULTS,
+  requestLimits: REQUEST_LIMIT_DEFAULTS,
 } as const;
 
 export interface RunningServer {
@@ -84,7 +97,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     templates: config.templates,
   });
   let draining = false;
+  const admission = new AdmissionControl(config.admission);
   const chat = new ChatCompletionsService({
+    admission,
+    limits: config.requestLimits,
     engine,
     metrics,
     logger,
@@ -105,6 +121,9 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       metrics.templateRenders.setTotal(t.rendered, { outcome: "rendered" });
       metrics.templateRenders.setTotal(t.timedOut, { outcome: "timed_out" });
       metrics.templateRenders.setTotal(t.outOfMemory, { outcome: "out_of_memory" });
+      metrics.admissionWaiting.set(admission.waiting);
+      for (const [reason, n] of Object.entries(admission.refusals))
+        metrics.admissionRefusals.setTotal(n, { reason });
       const stats = (await engine.stats()) as Record<
         string,
         { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }

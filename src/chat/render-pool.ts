@@ -9,7 +9,7 @@ import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { ApiError, internalError, invalidRequest } from "../errors.ts";
 import type { RenderChatOptions, RenderedChat } from "./render.ts";
-import { outputTooLarge, type RenderOutcome, type RenderTask } from "./render-worker.ts";
+import type { RenderOutcome, RenderTask } from "./render-worker.ts";
 import type { ChatTemplateSource } from "./source.ts";
 
 export interface TemplatePoolOptions {
@@ -29,7 +29,7 @@ export const TEMPLATE_POOL_DEFAULTS: TemplatePoolOptions = {
 
 /** Heap per render thread: room for the output budget's strings and the copies concatenation makes. */
 function heapLimitMb(maxOutputChars: number): number {
-  return Math.max(128, Math.ceil((maxOutputChars * 2 * 8) / (1 << 20)));
+  return Math.max(256, Math.ceil((maxOutputChars * 2 * 8) / (1 << 20)));
 }
 
 /** Counts since start: renders a thread finished (text or a template error), and overruns. */
@@ -43,6 +43,7 @@ export class TemplatePool {
   readonly options: TemplatePoolOptions;
   readonly counts: TemplatePoolCounts = { rendered: 0, timedOut: 0, outOfMemory: 0 };
   private readonly pool: Piscina;
+  private readonly heapMb: number;
 
   constructor(options: Partial<TemplatePoolOptions> = {}) {
     this.options = { ...TEMPLATE_POOL_DEFAULTS, ...options };
@@ -50,14 +51,18 @@ export class TemplatePool {
     for (const [name, value] of Object.entries({ workers, timeoutMs, maxOutputChars }))
       if (!Number.isSafeInteger(value) || value < 1)
         throw new RangeError(`template pool ${name} must be a positive integer, got ${value}`);
+    this.heapMb = heapLimitMb(maxOutputChars);
     this.pool = new Piscina({
       filename: new URL("./render-worker.ts", import.meta.url).href,
       minThreads: workers,
       maxThreads: workers,
       idleTimeout: Number.POSITIVE_INFINITY,
       maxQueue: Number.POSITIVE_INFINITY,
-      resourceLimits: { maxOldGenerationSizeMb: heapLimitMb(maxOutputChars) },
+      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
     });
+    // A thread that dies takes its render with it, and that render's caller is told (overrun());
+    // the pool's own report of the same death has nobody else to tell.
+    this.pool.on("error", () => {});
   }
 
   /** Renders a chat as `renderChat` does; template failures and overruns are 400 ApiErrors. */
@@ -107,7 +112,11 @@ export class TemplatePool {
     }
     if ((err as { code?: unknown }).code === "ERR_WORKER_OUT_OF_MEMORY") {
       this.counts.outOfMemory++;
-      return outputTooLarge(this.options.maxOutputChars);
+      return invalidRequest(
+        `The chat template needed more memory than the server's template budget allows (${this.heapMb} MB).`,
+        "chat_template",
+        "template_memory_exceeded",
+      );
     }
     return internalError(`chat template rendering failed: ${(err as Error).message}`);
   }

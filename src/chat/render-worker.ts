@@ -28,7 +28,7 @@ export interface RenderFailure {
 
 export type RenderOutcome = { text: string } | { error: RenderFailure };
 
-export function outputTooLarge(maxOutputChars: number): ApiError {
+function outputTooLarge(maxOutputChars: number): ApiError {
   return invalidRequest(
     `The chat template produced more than ${maxOutputChars} characters (the server's template output budget).`,
     "chat_template",

@@ -19,6 +19,8 @@ export interface EngineRequest {
   maxTokens?: number;
   /** The request field maxTokens came from, for error messages. */
   maxTokensField?: "max_tokens" | "max_completion_tokens";
+  /** The operator's per-request token limits (not a request field); a request beyond one fails. */
+  limits?: TokenLimits;
   n: number;
   sampling: RequestSampling;
   stop: string[];
@@ -37,6 +39,13 @@ export interface EngineRequest {
   repetitionDetection?: RepetitionDetection;
   priority: number;
   cacheSalt?: string;
+}
+
+export interface TokenLimits {
+  /** Most prompt tokens (after truncation). */
+  maxPromptTokens?: number;
+  /** Most prompt plus completion tokens; a request without max_tokens gets what remains of it. */
+  maxTotalTokens?: number;
 }
 
 export interface TokenLogprob {

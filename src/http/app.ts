@@ -121,6 +121,7 @@ export function createApp(deps: AppDeps): express.Express {
       res.end();
       return;
     }
+    if (api.retryAfterSeconds !== undefined) res.setHeader("Retry-After", String(api.retryAfterSeconds));
     res.status(api.status).json(api.toBody());
   });
   return app;

@@ -68,6 +68,9 @@ export class Metrics {
   readonly kvCacheUsedBytes = new Gauge();
   readonly inFlight = new Gauge();
   readonly templateRenders = new Counter();
+  readonly admissionWaiting = new Gauge();
+  readonly admissionRefusals = new Counter();
+  readonly requestTimeouts = new Counter();
 
   render(): string {
     const out: string[] = [];
@@ -124,6 +127,21 @@ export class Metrics {
       "ortserve_template_renders_total",
       "Chat template renders by outcome (rendered, timed_out, out_of_memory).",
       this.templateRenders,
+    );
+    gauge(
+      "ortserve_admission_waiting_requests",
+      "Generation requests admitted and not yet generating (template, queue, prefill).",
+      this.admissionWaiting,
+    );
+    counter(
+      "ortserve_admission_refusals_total",
+      "Generation requests refused by admission control, by reason (waiting_full, key_concurrency, key_tokens).",
+      this.admissionRefusals,
+    );
+    counter(
+      "ortserve_request_timeouts_total",
+      "Generations ended by the request timeout.",
+      this.requestTimeouts,
     );
     return `${out.join("\n")}\n`;
   }

@@ -11,6 +11,13 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import {
+  type AdmissionControl,
+  type AdmissionTicket,
+  REQUEST_LIMIT_DEFAULTS,
+  type RequestLimits,
+} from "./admission.ts";
+import {
+  type Caller,
   CLIENT_CLOSED,
   type GenerationEndpoint,
   type GenerationResult,
@@ -25,6 +32,10 @@ export interface ServingDeps {
   draining(): boolean;
   /** Templates sent in requests may be rendered (the operator's choice; off by default). */
   trustRequestChatTemplate?: boolean;
+  /** Waiting-request and per-key limits; none when absent. */
+  admission?: AdmissionControl;
+  /** Per-request token limits and timeout (defaults: REQUEST_LIMIT_DEFAULTS). */
+  limits?: Partial<RequestLimits>;
 }
 
 /** The fields the shared steps read from any parsed generation request. */
@@ -48,6 +59,14 @@ export interface Streamer<C> {
   fail(error: ApiError): Frame<C>;
 }
 
+/** The admission key of a caller: its API key. */
+function admissionKey(caller: Caller | undefined): string {
+  return caller?.keyId == null ? "" : String(caller.keyId);
+}
+
+/** A ticket that admits everything, for services run without admission control. */
+const ALWAYS_ADMITTED: AdmissionTicket = { started() {}, release() {} };
+
 /** The model a body names, kept for the usage row when the request fails before resolution. */
 function requestedModel(body: unknown): string {
   const m = (body as { model?: unknown } | null)?.model;
@@ -58,11 +77,13 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   implements GenerationEndpoint<J, C>
 {
   protected readonly deps: ServingDeps;
+  private readonly limits: RequestLimits;
   /** Names the request kind in log lines and error messages ("chat completion"). */
   protected abstract readonly label: string;
 
   constructor(deps: ServingDeps) {
     this.deps = deps;
+    this.limits = { ...REQUEST_LIMIT_DEFAULTS, ...deps.limits };
   }
 
   /** The protocol's validated request (throws 400 ApiErrors). */
@@ -90,7 +111,13 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
         team: ctx.caller?.team,
         project: ctx.caller?.project,
       });
-      return await this.generate(parsed, ctx);
+      const ticket = this.deps.admission?.admit(admissionKey(ctx.caller)) ?? ALWAYS_ADMITTED;
+      try {
+        return await this.generate(parsed, ctx, ticket);
+      } catch (err) {
+        ticket.release(ctx.usage.promptTokens + ctx.usage.completionTokens);
+        throw err;
+      }
     } catch (err) {
       if (err instanceof ApiError) throw err;
       this.deps.logger.error(`${this.label} failed`, {
@@ -101,7 +128,20 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     }
   }
 
-  private async generate(req: P, ctx: ServingContext): Promise<GenerationResult<J, C>> {
+  /** The engine's token limits for a request, from the operator's (0: off). */
+  private tokenLimits(): EngineRequest["limits"] {
+    const { maxPromptTokens, maxTotalTokens } = this.limits;
+    return {
+      ...(maxPromptTokens > 0 && { maxPromptTokens }),
+      ...(maxTotalTokens > 0 && { maxTotalTokens }),
+    };
+  }
+
+  private async generate(
+    req: P,
+    ctx: ServingContext,
+    ticket: AdmissionTicket,
+  ): Promise<GenerationResult<J, C>> {
     const tally = ctx.usage;
     // Usage is attributed to the model even when it then turns out to have no weights to serve.
     const resolution = this.deps.engine.registry.resolve(req.model);
@@ -111,7 +151,11 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     }
     const model = this.deps.engine.model(req.model);
     const request = await this.engineRequest(req, model, tally.requestId);
-    const run = new EngineRun(this.deps, { model, request }, ctx);
+    request.limits = this.tokenLimits();
+    const run = new EngineRun(this.deps, { model, request }, ctx, {
+      ticket,
+      timeoutMs: this.limits.requestTimeoutMs,
+    });
     const response = { requestId: tally.requestId, model: model.name };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);
 

@@ -15,7 +15,10 @@ import {
   tinyRequest,
 } from "./harness.ts";
 
+// The issue's template: two nested range(999999) loops. It meets the time budget or the thread's
+// heap cap first, depending on how much loop state the interpreter keeps.
 const LOOP = "{% for i in range(999999) %}{% for j in range(999999) %}{{ '' }}{% endfor %}{% endfor %}";
+const OVERRUN = /^template_(timeout|memory_exceeded)$/;
 
 function rendersMetric(text: string, outcome: string): number {
   const m = new RegExp(`^ortserve_template_renders_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(text);
@@ -48,13 +51,14 @@ describe("with request templates trusted", () => {
     expect(normal.status, normal.text).toBe(200);
     const r = await looping;
     expect(order).toEqual(["health", "chat", "loop"]);
-    const e = expectApiError(r, 400, { param: "chat_template", code: "template_timeout" });
-    expect(e.message).toContain("1500 ms");
+    const e = expectApiError(r, 400, { param: "chat_template" });
+    expect(e.code).toMatch(OVERRUN);
+    expect(e.message).toMatch(/1500 ms|memory/);
     // The overrun thread was replaced: the next template request renders.
     const after = await chat(h, tinyRequest({ chat_template: "{{ messages[0].content }}" }));
     expect(after.status, after.text).toBe(200);
     const metrics = await get(h, "/metrics", {});
-    expect(rendersMetric(metrics.text, "timed_out")).toBe(1);
+    expect(rendersMetric(metrics.text, "timed_out") + rendersMetric(metrics.text, "out_of_memory")).toBe(1);
     expect(rendersMetric(metrics.text, "rendered")).toBeGreaterThanOrEqual(2);
   });
 

@@ -3,7 +3,7 @@
  * of the models directory over the OpenAI-compatible HTTP API until SIGTERM/SIGINT, which drain
  * in-flight requests before exiting.
  */
-import { parseCommandLine, parsePositiveInt, UsageError } from "../args.ts";
+import { parseCommandLine, parseNonNegativeInt, parsePositiveInt, UsageError } from "../args.ts";
 import { runSetup } from "./setup.ts";
 
 export const summary = "serve the models directory over the OpenAI-compatible HTTP API";
@@ -33,6 +33,23 @@ Options:
                          and the request gets a 400 (default: 5000)
   --template-max-chars <n>
                          characters one template render may produce (default: 16777216)
+  --max-waiting-requests <n>
+                         requests waiting to start generating before new ones get a 503
+                         with Retry-After (default: 1024; 0: no limit)
+  --max-concurrent-requests-per-key <n>
+                         requests one API key may have running; beyond it a 429 with
+                         Retry-After (default: 0, no limit)
+  --max-tokens-per-minute-per-key <n>
+                         prompt + completion tokens one API key may use per minute; beyond
+                         it a 429 with Retry-After (default: 0, no limit)
+  --max-prompt-tokens <n>
+                         prompt tokens per request; beyond it a 400 (default: 0, no limit
+                         but the context)
+  --max-total-tokens <n> prompt + completion tokens per request; beyond it a 400 (default: 0,
+                         no limit but the context)
+  --request-timeout-s <n>
+                         a generation still running after this many seconds ends with a 408
+                         (or a stream error event) (default: 600; 0: no limit)
   --no-setup             do not fetch/convert the default model first
   -h, --help             show this help
 `;
@@ -53,6 +70,12 @@ export async function run(argv: string[]): Promise<void> {
       "template-workers": { type: "string" },
       "template-timeout-ms": { type: "string" },
       "template-max-chars": { type: "string" },
+      "max-waiting-requests": { type: "string" },
+      "max-concurrent-requests-per-key": { type: "string" },
+      "max-tokens-per-minute-per-key": { type: "string" },
+      "max-prompt-tokens": { type: "string" },
+      "max-total-tokens": { type: "string" },
+      "request-timeout-s": { type: "string" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -67,6 +90,8 @@ export async function run(argv: string[]): Promise<void> {
   const port = portText === "0" ? 0 : parsePositiveInt("--port", portText, SERVER_DEFAULTS.port);
   if (port > 65535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
   const dir = modelsDir(values["models-dir"]);
+  const limit = (name: keyof typeof values, fallback: number) =>
+    parseNonNegativeInt(`--${name}`, values[name] as string | undefined, fallback);
   if (!values["no-setup"]) await runSetup({ modelsDir: values["models-dir"] });
 
   const server = await startServer({
@@ -80,6 +105,23 @@ export async function run(argv: string[]): Promise<void> {
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
     maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
     trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
+    admission: {
+      maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),
+      maxConcurrentPerKey: limit(
+        "max-concurrent-requests-per-key",
+        SERVER_DEFAULTS.admission.maxConcurrentPerKey,
+      ),
+      tokensPerMinutePerKey: limit(
+        "max-tokens-per-minute-per-key",
+        SERVER_DEFAULTS.admission.tokensPerMinutePerKey,
+      ),
+    },
+    requestLimits: {
+      maxPromptTokens: limit("max-prompt-tokens", SERVER_DEFAULTS.requestLimits.maxPromptTokens),
+      maxTotalTokens: limit("max-total-tokens", SERVER_DEFAULTS.requestLimits.maxTotalTokens),
+      requestTimeoutMs:
+        limit("request-timeout-s", SERVER_DEFAULTS.requestLimits.requestTimeoutMs / 1000) * 1000,
+    },
     templates: {
       workers: parsePositiveInt(
         "--template-workers",

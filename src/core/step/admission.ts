@@ -90,6 +90,7 @@ function preparePrompt(
     if (ids.length > keep) ids = ids.slice(ids.length - keep);
   }
   if (ids.length === 0) throw new RequestError("invalid_request", "the prompt is empty", "messages");
+  checkTokenLimits(req, ids.length);
   if (req.maxTokens === undefined) {
     if (ids.length >= L)
       throw new RequestError(
@@ -97,7 +98,8 @@ function preparePrompt(
         `This model's maximum context length is ${L} tokens. However, your messages resulted in ${ids.length} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
         "messages",
       );
-    return { promptIds: ids, maxTokens: L - ids.length };
+    const room = Math.min(L, req.limits?.maxTotalTokens ?? L) - ids.length;
+    return { promptIds: ids, maxTokens: room };
   }
   if (ids.length + req.maxTokens > L)
     throw new RequestError(
@@ -106,6 +108,28 @@ function preparePrompt(
       req.maxTokensField ?? "max_tokens",
     );
   return { promptIds: ids, maxTokens: req.maxTokens };
+}
+
+/** The operator's limits, checked before the context: each refusal names the limit it hit. */
+function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
+  const { maxPromptTokens, maxTotalTokens } = req.limits ?? {};
+  if (maxPromptTokens !== undefined && promptTokens > maxPromptTokens)
+    throw new RequestError(
+      "invalid_request",
+      `Your messages resulted in ${promptTokens} prompt tokens; this server's limit is ${maxPromptTokens} prompt tokens per request (max_prompt_tokens).`,
+      "messages",
+    );
+  if (maxTotalTokens === undefined) return;
+  if (
+    req.maxTokens === undefined
+      ? promptTokens >= maxTotalTokens
+      : promptTokens + req.maxTokens > maxTotalTokens
+  )
+    throw new RequestError(
+      "invalid_request",
+      `This request needs ${promptTokens + (req.maxTokens ?? 1)} tokens (${promptTokens} in the messages, ${req.maxTokens ?? 1} at least in the completion); this server's limit is ${maxTotalTokens} prompt plus completion tokens per request (max_total_tokens).`,
+      req.maxTokens === undefined ? "messages" : (req.maxTokensField ?? "max_tokens"),
+    );
 }
 
 /** vLLM bans each bad word with and without a leading space. */
