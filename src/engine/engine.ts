@@ -26,6 +26,7 @@ import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
 import { RequestError } from "../core/request-error.ts";
+import { checkAgainstConfig } from "../core/step/config-checks.ts";
 import type {
   EngineCoreConfig,
   EngineEvent,
@@ -228,6 +229,19 @@ export class Engine {
         model,
         request: completeRequest(requestId, prompt, req.params, model.info.generationDefaults),
       };
+    } catch (err) {
+      if (err instanceof RequestError) throw engineErrorToApiError(err);
+      throw err;
+    }
+  }
+
+  /**
+   * The checks a request can fail against its model's engine configuration alone (n, priority),
+   * made here as well as in the worker so nothing is sized by a request the engine would refuse.
+   */
+  check(model: EngineModel, request: EngineRequest): void {
+    try {
+      checkAgainstConfig(request, model.config);
     } catch (err) {
       if (err instanceof RequestError) throw engineErrorToApiError(err);
       throw err;

@@ -16,11 +16,24 @@ function clientGone(res: Response): AbortSignal {
   return abort.signal;
 }
 
-/** The service may take the body's request_id as the request's id: logs and the header follow. */
+/** Characters a header value may carry as they are (visible ASCII and space). */
+const HEADER_SAFE = /^[\x20-\x7e]*$/;
+/** Unpaired UTF-16 surrogates, which percent-encoding cannot represent. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/gu;
+
+/**
+ * The service may take the body's request_id as the request's id: logs and the header follow. An
+ * id a header cannot carry as it is (non-ASCII, control characters) is sent percent-encoded
+ * (a lone surrogate as U+FFFD).
+ */
 function adoptRequestId(req: Request, res: Response, id: string): void {
   if (id === req.requestId) return;
   req.requestId = id;
-  res.setHeader("X-Request-Id", id);
+  if (!res.headersSent)
+    res.setHeader(
+      "X-Request-Id",
+      HEADER_SAFE.test(id) ? id : encodeURIComponent(id.replace(LONE_SURROGATE, "\uFFFD")),
+    );
 }
 
 /** Needs `jsonBody` and a usage row (UsageRecorder.onRoute) before it. */

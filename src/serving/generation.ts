@@ -152,6 +152,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     const model = this.deps.engine.model(req.model);
     const request = await this.engineRequest(req, model, tally.requestId);
     request.limits = this.tokenLimits();
+    this.deps.engine.check(model, request);
     const run = new EngineRun(this.deps, { model, request }, ctx, {
       ticket,
       timeoutMs: this.limits.requestTimeoutMs,

@@ -15,6 +15,7 @@ import { outOfVocab } from "../token-ids.ts";
 import type { EngineCoreConfig, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink } from "./active-request.ts";
 import { BeamGroup } from "./beam-group.ts";
+import { checkAgainstConfig } from "./config-checks.ts";
 import { Sequence } from "./sequence.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
@@ -35,15 +36,7 @@ export function admit(
   arrival: number,
   ctx: AdmissionContext,
 ): ActiveRequest {
-  const { config } = ctx;
-  if (req.priority !== 0 && config.schedulingPolicy !== "priority")
-    throw new RequestError(
-      "priority_not_supported",
-      `priority ${req.priority} was given, but model scheduling policy is "fcfs"; priority scheduling is not enabled for this model`,
-      "priority",
-    );
-  if (req.n > config.maxNumSeqs)
-    throw new RequestError("invalid_request", `n=${req.n} exceeds max_num_seqs=${config.maxNumSeqs}`, "n");
+  checkAgainstConfig(req, ctx.config);
   const { promptIds, maxTokens } = preparePrompt(req, ctx);
   const active: ActiveRequest = {
     req,
