@@ -41,6 +41,8 @@ export interface ServerConfig {
   admission: AdmissionLimits;
   /** Per-request token limits and timeout (0: off). */
   requestLimits: RequestLimits;
+  /** /metrics needs an API key (default: open). */
+  metricsRequireKey?: boolean;
   /** Print the bootstrap API key here (stdout by default). */
   announceKey?: (key: string) => void;
   logger?: Logger;
@@ -115,6 +117,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
+    metricsRequireKey: config.metricsRequireKey ?? false,
     draining: () => draining,
     refreshEngineMetrics: async () => {
       const t = engine.templates.counts;

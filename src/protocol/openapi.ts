@@ -131,8 +131,10 @@ export function buildOpenApiDocument(): object {
         get: {
           operationId: "openapi",
           summary: "This document.",
-          security: [],
-          responses: { "200": { description: "The OpenAPI document.", content: json({ type: "object" }) } },
+          responses: {
+            "200": { description: "The OpenAPI document.", content: json({ type: "object" }) },
+            "401": commonErrors["401"],
+          },
         },
       },
     },

@@ -12,7 +12,8 @@ export const usage = `Usage: ortserve serve [options]
 
 Prepares the default model (fetch + convert, skipped when done), then serves every
 model in the models directory on an OpenAI-compatible API (POST /v1/chat/completions,
-GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json).
+GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json);
+every route but /health (and /metrics unless --metrics-require-key) needs an API key.
 On first start with no API key, one is created and printed once.
 
 Options:
@@ -50,6 +51,8 @@ Options:
   --request-timeout-s <n>
                          a generation still running after this many seconds ends with a 408
                          (or a stream error event) (default: 600; 0: no limit)
+  --metrics-require-key  /metrics needs an API key like every route but /health
+                         (default: /metrics is open, for scrapers on a private network)
   --no-setup             do not fetch/convert the default model first
   -h, --help             show this help
 `;
@@ -76,6 +79,7 @@ export async function run(argv: string[]): Promise<void> {
       "max-prompt-tokens": { type: "string" },
       "max-total-tokens": { type: "string" },
       "request-timeout-s": { type: "string" },
+      "metrics-require-key": { type: "boolean" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -105,6 +109,7 @@ export async function run(argv: string[]): Promise<void> {
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
     maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
     trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
+    metricsRequireKey: values["metrics-require-key"] ?? false,
     admission: {
       maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),
       maxConcurrentPerKey: limit(
