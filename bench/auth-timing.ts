@@ -65,7 +65,7 @@ function report(title: string, times: Record<Kind, number[]>, unit: "ns" | "µs"
   const scale = unit === "ns" ? 1 : 1000;
   const m = names.map((k) => median(times[k]) / scale);
   console.log(`${title} (${times[names[0]!].length} each, medians)`);
-  names.forEach((k, i) => console.log(`  ${k.padEnd(13)} ${m[i]!.toFixed(1)} ${unit}`));
+  for (const [i, k] of names.entries()) console.log(`  ${k.padEnd(13)} ${m[i]!.toFixed(1)} ${unit}`);
   const diff = m[0]! - m[1]!;
   console.log(
     `  difference    ${diff.toFixed(1)} ${unit} (${((100 * diff) / m[1]!).toFixed(2)}% of the suffix median)`,
