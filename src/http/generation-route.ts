@@ -6,6 +6,7 @@ import type { Request, Response } from "express";
 import type { GenerationEndpoint, GenerationResult, ServingContext } from "../serving/context.ts";
 import type { JsonBody } from "./json-body.ts";
 import { SseWriter } from "./sse.ts";
+import { usageUnavailable } from "./usage.ts";
 
 /** Aborts when the client goes away before its response completed. */
 function clientGone(res: Response): AbortSignal {
@@ -54,16 +55,19 @@ export function generationRoute(service: GenerationEndpoint) {
       adoptRequestId(req, res, ctx.usage.requestId);
     }
     // The service set the outcome's status by the time its result (or its stream) is complete.
+    // A row that cannot be written fails the response closed: nothing is served unrecorded.
     const answered = () => usage.record(ctx.usage.status!);
     if (result.kind === "json") {
-      answered();
+      if (!answered()) throw usageUnavailable();
       res.json(result.body);
     } else if (result.kind === "closed") answered();
     else {
       const sse = new SseWriter(res);
       for await (const payload of result.frames) sse.send(payload);
-      answered();
-      if (!ctx.signal.aborted) sse.done();
+      if (!answered()) {
+        sse.error(usageUnavailable());
+        res.end();
+      } else if (!ctx.signal.aborted) sse.done();
     }
   };
 }

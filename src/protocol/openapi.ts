@@ -66,7 +66,7 @@ export function buildOpenApiDocument(): object {
             ),
             "500": errorResponse("Engine failure."),
             "503": errorResponse(
-              "The server is shutting down, or too many requests are waiting (Retry-After).",
+              "The server is shutting down, too many requests are waiting, or usage cannot be recorded (Retry-After).",
             ),
           },
         },
