@@ -130,7 +130,10 @@ export class UsageRecorder {
   readonly onRoute = (req: Request, _res: Response, next: NextFunction): void => {
     this.arm(req);
     if (this.health.failing) {
-      if (!this.store.canWrite()) return next(usageUnavailable());
+      if (!this.store.canWrite()) {
+        next(usageUnavailable());
+        return;
+      }
       this.health.failing = false;
       this.logger.info("usage records can be written again");
     }
