@@ -11,7 +11,10 @@ export type ApiErrorType =
   | "permission_error"
   | "not_found_error"
   | "server_error"
-  | "service_unavailable_error";
+  | "service_unavailable_error"
+  // OpenAI's rate-limit error types: the limit hit was on requests or on tokens.
+  | "requests"
+  | "tokens";
 
 export interface ApiErrorBody {
   error: { message: string; type: ApiErrorType; param: string | null; code: string | null };
@@ -22,6 +25,8 @@ export class ApiError extends Error {
   readonly type: ApiErrorType;
   readonly param: string | null;
   readonly code: string | null;
+  /** Seconds after which a retry may succeed (the Retry-After header of a 429 or 503). */
+  retryAfterSeconds?: number;
 
   constructor(
     status: number,
@@ -103,6 +108,35 @@ export function internalError(message: string): ApiError {
 
 export function unavailable(message: string): ApiError {
   return new ApiError(503, "service_unavailable_error", message, null, "unavailable");
+}
+
+/** 503 with Retry-After: the server is at capacity right now. */
+export function overloaded(message: string, retryAfterSeconds: number): ApiError {
+  const err = new ApiError(503, "service_unavailable_error", message, null, "server_overloaded");
+  err.retryAfterSeconds = retryAfterSeconds;
+  return err;
+}
+
+/** 429 with Retry-After and OpenAI's rate-limit body: an API key's request or token limit. */
+export function rateLimited(
+  limit: "requests" | "tokens",
+  message: string,
+  retryAfterSeconds: number,
+): ApiError {
+  const err = new ApiError(429, limit, message, null, "rate_limit_exceeded");
+  err.retryAfterSeconds = retryAfterSeconds;
+  return err;
+}
+
+/** 408: the request ran past the server's request timeout. */
+export function requestTimeout(seconds: number): ApiError {
+  return new ApiError(
+    408,
+    "invalid_request_error",
+    `The request did not finish within the server's request timeout of ${seconds} s.`,
+    null,
+    "request_timeout",
+  );
 }
 
 /** An engine error event (or a RequestError's code) → the catalogue's error. */

@@ -3,11 +3,19 @@
  * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
  */
 import type { Server } from "node:http";
+import type { TemplatePoolOptions } from "./chat/index.ts";
 import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
+import {
+  ADMISSION_DEFAULTS,
+  AdmissionControl,
+  type AdmissionLimits,
+  REQUEST_LIMIT_DEFAULTS,
+  type RequestLimits,
+} from "./serving/admission.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
@@ -25,6 +33,16 @@ export interface ServerConfig {
   prefillChunk: number;
   prefixCacheBytes: number;
   maxBodyBytes: number;
+  /** Chat template rendering threads and per-render budgets. */
+  templates: TemplatePoolOptions;
+  /** Render templates sent in requests (`chat_template`); off unless the operator allows it. */
+  trustRequestChatTemplate?: boolean;
+  /** Waiting-request and per-key limits (0: off). */
+  admission: AdmissionLimits;
+  /** Per-request token limits and timeout (0: off). */
+  requestLimits: RequestLimits;
+  /** /metrics needs an API key (default: open). */
+  metricsRequireKey?: boolean;
   /** Print the bootstrap API key here (stdout by default). */
   announceKey?: (key: string) => void;
   logger?: Logger;
@@ -35,6 +53,8 @@ export const SERVER_DEFAULTS = {
   port: 8000,
   ...ENGINE_DEFAULTS,
   maxBodyBytes: 8 << 20,
+  admission: ADMISSION_DEFAULTS,
+  requestLimits: REQUEST_LIMIT_DEFAULTS,
 } as const;
 
 export interface RunningServer {
@@ -76,9 +96,19 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxModelLen: config.maxModelLen,
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
+    templates: config.templates,
   });
   let draining = false;
-  const chat = new ChatCompletionsService({ engine, metrics, logger, draining: () => draining });
+  const admission = new AdmissionControl(config.admission);
+  const chat = new ChatCompletionsService({
+    admission,
+    limits: config.requestLimits,
+    engine,
+    metrics,
+    logger,
+    draining: () => draining,
+    trustRequestChatTemplate: config.trustRequestChatTemplate ?? false,
+  });
   const app = createApp({
     registry,
     keys: storage.keys,
@@ -87,8 +117,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
+    metricsRequireKey: config.metricsRequireKey ?? false,
     draining: () => draining,
     refreshEngineMetrics: async () => {
+      const t = engine.templates.counts;
+      metrics.templateRenders.setTotal(t.rendered, { outcome: "rendered" });
+      metrics.templateRenders.setTotal(t.timedOut, { outcome: "timed_out" });
+      metrics.templateRenders.setTotal(t.outOfMemory, { outcome: "out_of_memory" });
+      metrics.admissionWaiting.set(admission.waiting);
+      for (const [reason, n] of Object.entries(admission.refusals))
+        metrics.admissionRefusals.setTotal(n, { reason });
       const stats = (await engine.stats()) as Record<
         string,
         { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }

@@ -98,6 +98,11 @@ export function loadChatTemplateSource(modelDir: string): ChatTemplateSource {
   return source;
 }
 
+/** True when `requested` is the name of one of the model's own templates rather than template text. */
+export function namesModelTemplate(model: ChatTemplateSource["chatTemplate"], requested: string): boolean {
+  return typeof model === "object" && Object.hasOwn(model, requested);
+}
+
 /**
  * The template text to render, following transformers' get_chat_template: a request template
  * wins (and may name one of the model's templates); among named templates "tool_use" is taken when

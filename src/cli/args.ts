@@ -32,3 +32,12 @@ export function parsePositiveInt(name: string, value: string | undefined, fallba
     throw new UsageError(`${name} must be a positive integer (got "${value}")`);
   return n;
 }
+
+/** A count where 0 means "no limit". */
+export function parseNonNegativeInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`${name} must be a non-negative integer (got "${value}")`);
+  return n;
+}

@@ -20,6 +20,8 @@ export interface EngineRequest {
   maxTokens?: number;
   /** The request field maxTokens came from, for error messages. */
   maxTokensField?: "max_tokens" | "max_completion_tokens";
+  /** The operator's per-request token limits (not a request field); a request beyond one fails. */
+  limits?: TokenLimits;
   n: number;
   sampling: RequestSampling;
   stop: string[];
@@ -40,6 +42,13 @@ export interface EngineRequest {
   cacheSalt?: string;
   /** Structured output: every choice's tokens are limited to this grammar. */
   constraint?: StructuredConstraint;
+}
+
+export interface TokenLimits {
+  /** Most prompt tokens (after truncation). */
+  maxPromptTokens?: number;
+  /** Most prompt plus completion tokens; a request without max_tokens gets what remains of it. */
+  maxTotalTokens?: number;
 }
 
 export interface TokenLogprob {

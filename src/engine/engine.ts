@@ -16,11 +16,17 @@
  * parameters take the model's generation_config, then vLLM's defaults. Failures are ApiErrors
  * (src/errors.ts): the same status, code and parameter the HTTP API reports.
  */
-import { type RenderChatOptions, renderChat } from "../chat/index.ts";
+import {
+  type RenderChatOptions,
+  TEMPLATE_POOL_DEFAULTS,
+  TemplatePool,
+  type TemplatePoolOptions,
+} from "../chat/index.ts";
 import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
 import { RequestError } from "../core/request-error.ts";
+import { checkAgainstConfig } from "../core/step/config-checks.ts";
 import type {
   EngineCoreConfig,
   EngineEvent,
@@ -57,6 +63,8 @@ export interface EngineOptions {
   prefixCacheBytes?: number;
   /** Serve this weight format wherever a model has it (default: each model's own choice). */
   format?: ModelFormat;
+  /** Chat template rendering: its threads and each render's time and output budgets. */
+  templates?: Partial<TemplatePoolOptions>;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -67,6 +75,7 @@ export const ENGINE_DEFAULTS = {
   maxModelLen: 4096,
   prefillChunk: 256,
   prefixCacheBytes: 256 << 20,
+  templates: TEMPLATE_POOL_DEFAULTS,
 } as const;
 
 /** The prompt of a request: text, token ids, or chat messages for the model's template. */
@@ -145,7 +154,9 @@ let requestCounter = 0;
 export class Engine {
   readonly registry: ModelRegistry;
   readonly pool: EnginePool;
-  private readonly options: Required<Omit<EngineOptions, "registry" | "modelsDir" | "format">>;
+  /** Every chat template render runs here, off the main thread. */
+  readonly templates: TemplatePool;
+  private readonly options: Required<Omit<EngineOptions, "registry" | "modelsDir" | "format" | "templates">>;
   private readonly format: ModelFormat | undefined;
 
   private constructor(registry: ModelRegistry, options: EngineOptions) {
@@ -160,6 +171,7 @@ export class Engine {
     };
     this.format = options.format;
     this.pool = new EnginePool({ workers: this.options.workers, maxRequestsPerWorker: 1024 });
+    this.templates = new TemplatePool(options.templates);
   }
 
   /** Models load in their worker on first use. */
@@ -193,11 +205,11 @@ export class Engine {
   }
 
   /** The engine's prompt for a request's: chat messages go through the model's template. */
-  prompt(model: EngineModel, input: PromptInput): EngineRequest["prompt"] {
+  async prompt(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
     if ("tokenIds" in input) return { tokenIds: input.tokenIds };
     if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
     const { messages, addSpecialTokens, ...chat } = input;
-    const rendered = renderChat(model.info.chatSource, {
+    const rendered = await this.templates.render(model.info.chatSource, {
       ...chat,
       messages,
       addGenerationPrompt: chat.addGenerationPrompt ?? true,
@@ -208,15 +220,28 @@ export class Engine {
   }
 
   /** Resolves the model, builds the prompt and completes the parameters with the model's defaults. */
-  prepare(req: GenerateRequest): PreparedRequest {
+  async prepare(req: GenerateRequest): Promise<PreparedRequest> {
     const model = this.model(req.model);
-    const prompt = this.prompt(model, req.prompt);
+    const prompt = await this.prompt(model, req.prompt);
     const requestId = req.requestId ?? `ortserve-${process.pid}-${++requestCounter}`;
     try {
       return {
         model,
         request: completeRequest(requestId, prompt, req.params, model.info.generationDefaults),
       };
+    } catch (err) {
+      if (err instanceof RequestError) throw engineErrorToApiError(err);
+      throw err;
+    }
+  }
+
+  /**
+   * The checks a request can fail against its model's engine configuration alone (n, priority),
+   * made here as well as in the worker so nothing is sized by a request the engine would refuse.
+   */
+  check(model: EngineModel, request: EngineRequest): void {
+    try {
+      checkAgainstConfig(request, model.config);
     } catch (err) {
       if (err instanceof RequestError) throw engineErrorToApiError(err);
       throw err;
@@ -230,7 +255,7 @@ export class Engine {
 
   /** Runs a request to the end and collects its choices; an error event throws its ApiError. */
   async generate(req: GenerateRequest | PreparedRequest, opts: RunOptions = {}): Promise<GenerateResult> {
-    const prepared = "request" in req ? req : this.prepare(req);
+    const prepared = "request" in req ? req : await this.prepare(req);
     const result: GenerateResult = {
       model: prepared.model.name,
       requestId: prepared.request.requestId,
@@ -276,9 +301,10 @@ export class Engine {
   /** Log-likelihoods of a prompt's tokens, with no generation (prompt logprobs, optionally raw logits). */
   async score(req: ScoreRequest, opts: RunOptions = {}): Promise<ScoreResult> {
     const model = this.model(req.model);
+    const prompt = await this.prompt(model, req.prompt);
     const prepared: PreparedRequest = {
       model,
-      request: completeRequest(`score-${process.pid}-${++requestCounter}`, this.prompt(model, req.prompt), {
+      request: completeRequest(`score-${process.pid}-${++requestCounter}`, prompt, {
         maxTokens: 0,
         sampling: { temperature: 0 },
         promptLogprobs: req.topLogprobs ?? 0,
@@ -307,7 +333,7 @@ export class Engine {
     return this.pool.stats();
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([this.pool.close(), this.templates.close()]);
   }
 }

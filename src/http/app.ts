@@ -30,6 +30,8 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** True once SIGTERM arrived: new work is refused while in-flight requests finish. */
   draining(): boolean;
+  /** /metrics needs a key too (default: open, for scrapers on a private network). */
+  metricsRequireKey?: boolean;
 }
 
 function isClientBodyError(err: unknown): err is { status: number; message: string } {
@@ -51,26 +53,30 @@ export function createApp(deps: AppDeps): express.Express {
   app.get("/health", (_req, res) => {
     res.status(deps.draining() ? 503 : 200).json({ status: deps.draining() ? "draining" : "ok" });
   });
-  app.get("/metrics", async (_req, res, next) => {
+  const metrics = async (_req: Request, res: Response, next: NextFunction) => {
     try {
       await deps.refreshEngineMetrics();
       res.type("text/plain; version=0.0.4").send(deps.metrics.render());
     } catch (err) {
       next(err);
     }
-  });
-  app.get("/openapi.json", (_req, res) => {
-    res.json(buildOpenApiDocument());
-  });
+  };
+  if (!deps.metricsRequireKey) app.get("/metrics", metrics);
 
   // Generation routes (POST, JSON in, JSON or SSE out) record one usage row per request.
   const generation = [{ path: "/v1/chat/completions", service: deps.chat }];
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
 
+  // Everything below needs a key, unknown paths included.
+  app.use(authenticate(deps.keys));
+  if (deps.metricsRequireKey) app.get("/metrics", metrics);
+  app.get("/openapi.json", (_req, res) => {
+    res.json(buildOpenApiDocument());
+  });
+
   // Routes carry their full /v1 paths so metrics label them the same on success and on error.
   const v1 = app;
-  app.use("/v1", authenticate(deps.keys));
 
   v1.get("/v1/models", (_req, res) => {
     const data = deps.registry.list().flatMap((m) => [
@@ -121,6 +127,7 @@ export function createApp(deps: AppDeps): express.Express {
         res.end();
         return;
       }
+      if (api.retryAfterSeconds !== undefined) res.setHeader("Retry-After", String(api.retryAfterSeconds));
       res.status(api.status).json(api.toBody());
     });
   });

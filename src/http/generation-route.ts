@@ -6,6 +6,7 @@ import type { Request, Response } from "express";
 import type { GenerationEndpoint, GenerationResult, ServingContext } from "../serving/context.ts";
 import type { JsonBody } from "./json-body.ts";
 import { SseWriter } from "./sse.ts";
+import { usageUnavailable } from "./usage.ts";
 
 /** Aborts when the client goes away before its response completed. */
 function clientGone(res: Response): AbortSignal {
@@ -16,11 +17,24 @@ function clientGone(res: Response): AbortSignal {
   return abort.signal;
 }
 
-/** The service may take the body's request_id as the request's id: logs and the header follow. */
+/** Characters a header value may carry as they are (visible ASCII and space). */
+const HEADER_SAFE = /^[\x20-\x7e]*$/;
+/** Unpaired UTF-16 surrogates, which percent-encoding cannot represent. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/gu;
+
+/**
+ * The service may take the body's request_id as the request's id: logs and the header follow. An
+ * id a header cannot carry as it is (non-ASCII, control characters) is sent percent-encoded
+ * (a lone surrogate as U+FFFD).
+ */
 function adoptRequestId(req: Request, res: Response, id: string): void {
   if (id === req.requestId) return;
   req.requestId = id;
-  res.setHeader("X-Request-Id", id);
+  if (!res.headersSent)
+    res.setHeader(
+      "X-Request-Id",
+      HEADER_SAFE.test(id) ? id : encodeURIComponent(id.replace(LONE_SURROGATE, "\uFFFD")),
+    );
 }
 
 /** Needs `jsonBody` and a usage row (UsageRecorder.onRoute) before it. */
@@ -41,16 +55,19 @@ export function generationRoute(service: GenerationEndpoint) {
       adoptRequestId(req, res, ctx.usage.requestId);
     }
     // The service set the outcome's status by the time its result (or its stream) is complete.
+    // A row that cannot be written fails the response closed: nothing is served unrecorded.
     const answered = () => usage.record(ctx.usage.status!);
     if (result.kind === "json") {
-      await answered();
+      if (!(await answered())) throw usageUnavailable();
       res.json(result.body);
     } else if (result.kind === "closed") await answered();
     else {
       const sse = new SseWriter(res);
       for await (const payload of result.frames) sse.send(payload);
-      await answered();
-      if (!ctx.signal.aborted) sse.done();
+      if (!(await answered())) {
+        sse.error(usageUnavailable());
+        res.end();
+      } else if (!ctx.signal.aborted) sse.done();
     }
   };
 }

@@ -2,6 +2,25 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import { invalidRequest } from "../errors.ts";
 
+/**
+ * Deepest nesting a body may have. Real requests (tool schemas, kwargs) stay far below it; far
+ * deeper values would overflow the stack of whatever walks them later (templates, the echo of a
+ * field), so they are refused here, once, for every field.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** The top-level field (or null for the body itself) holding nesting beyond `max`, if any. */
+function tooDeep(value: unknown, max: number): { at: string | null } | undefined {
+  const stack: [unknown, number, string | null][] = [[value, 0, null]];
+  while (stack.length > 0) {
+    const [v, depth, field] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth >= max) return { at: field };
+    for (const [k, child] of Object.entries(v)) stack.push([child, depth + 1, field ?? k]);
+  }
+  return undefined;
+}
+
 /** What `jsonBody` leaves in `req.body`. */
 export interface JsonBody {
   raw: string;
@@ -17,13 +36,24 @@ export function jsonBody(limit: number) {
     text(req, res, (err?: unknown) => {
       if (err) return next(err);
       const raw = typeof req.body === "string" ? req.body : "";
+      let value: unknown;
       try {
-        req.body = { raw, value: JSON.parse(raw) as unknown } satisfies JsonBody;
+        value = JSON.parse(raw);
       } catch (e) {
         return next(
           invalidRequest(`Request body is not valid JSON: ${(e as Error).message}`, null, "invalid_json"),
         );
       }
+      const deep = tooDeep(value, MAX_JSON_DEPTH);
+      if (deep)
+        return next(
+          invalidRequest(
+            `${deep.at ?? "The request body"} is nested more than ${MAX_JSON_DEPTH} levels deep.`,
+            deep.at,
+            "nesting_too_deep",
+          ),
+        );
+      req.body = { raw, value } satisfies JsonBody;
       next();
     });
   };

@@ -6,6 +6,7 @@
  * of the event loop share one commit (UsageLog.commitUsage).
  */
 import type { NextFunction, Request, Response } from "express";
+import { ApiError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import { newUsageTally, type UsageTally } from "../serving/context.ts";
 import type { UsageRecord } from "../storage/usage.ts";
@@ -19,6 +20,26 @@ declare module "express-serve-static-core" {
 export interface UsageStore {
   /** Resolves once the row is committed to disk. */
   commitUsage(record: UsageRecord): Promise<void>;
+  /** Whether a row could be written now (a probe that leaves nothing behind). */
+  canWrite(): boolean;
+}
+
+/** 503: usage cannot be recorded, so nothing is served (no unrecorded work). */
+export function usageUnavailable(): ApiError {
+  const err = new ApiError(
+    503,
+    "service_unavailable_error",
+    "Usage records cannot be written right now (the usage database is not writable), so requests are not served.",
+    null,
+    "usage_unavailable",
+  );
+  err.retryAfterSeconds = 5;
+  return err;
+}
+
+/** Shared by a recorder and its requests: set while the store refuses writes. */
+interface StoreHealth {
+  failing: boolean;
 }
 
 /** Route metadata: which requests a usage row is armed for. */
@@ -33,13 +54,15 @@ export class RequestUsage {
   private readonly req: Request;
   private readonly store: UsageStore;
   private readonly logger: Logger;
+  private readonly health: StoreHealth;
   private startedAt?: number;
   private recorded = false;
 
-  constructor(req: Request, store: UsageStore, logger: Logger) {
+  constructor(req: Request, store: UsageStore, logger: Logger, health: StoreHealth) {
     this.req = req;
     this.store = store;
     this.logger = logger;
+    this.health = health;
     this.tally = newUsageTally(req.requestId!);
   }
 
@@ -51,12 +74,12 @@ export class RequestUsage {
 
   /**
    * Writes the row (once; later calls do nothing) and resolves when it is on disk, so the response
-   * can finish after it. Requests without a valid key write none. Never rejects: a row that cannot
-   * be written is logged.
+   * can finish after it. Requests without a valid key write none. Resolves false when the row
+   * could not be written: the caller must not serve the response.
    */
-  async record(status: number): Promise<void> {
+  async record(status: number): Promise<boolean> {
     const caller = this.req.caller;
-    if (this.recorded || !caller) return;
+    if (this.recorded || !caller) return true;
     this.recorded = true;
     const t = this.tally;
     try {
@@ -73,8 +96,11 @@ export class RequestUsage {
         latencyMs: this.startedAt === undefined ? 0 : Math.round(performance.now() - this.startedAt),
         status,
       });
+      return true;
     } catch (err) {
+      this.health.failing = true;
       this.logger.error("usage record failed", { request_id: t.requestId, error: String(err) });
+      return false;
     }
   }
 }
@@ -82,6 +108,7 @@ export class RequestUsage {
 export class UsageRecorder {
   private readonly store: UsageStore;
   private readonly logger: Logger;
+  private readonly health: StoreHealth = { failing: false };
 
   constructor(store: UsageStore, logger: Logger) {
     this.store = store;
@@ -99,13 +126,24 @@ export class UsageRecorder {
     };
   }
 
-  /** In a route's chain: makes sure the request has its row. */
+  /**
+   * In a route's chain: makes sure the request has its row, and fails closed (503) while rows
+   * cannot be written; each request then probes the store, so service resumes once it can.
+   */
   readonly onRoute = (req: Request, _res: Response, next: NextFunction): void => {
     this.arm(req);
+    if (this.health.failing) {
+      if (!this.store.canWrite()) {
+        next(usageUnavailable());
+        return;
+      }
+      this.health.failing = false;
+      this.logger.info("usage records can be written again");
+    }
     next();
   };
 
   private arm(req: Request): void {
-    req.usage ??= new RequestUsage(req, this.store, this.logger);
+    req.usage ??= new RequestUsage(req, this.store, this.logger, this.health);
   }
 }

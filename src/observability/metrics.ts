@@ -18,6 +18,10 @@ class Counter {
     const k = labelKey(labels);
     this.values.set(k, (this.values.get(k) ?? 0) + by);
   }
+  /** For totals another component keeps (worker pools): the counter takes their value. */
+  setTotal(value: number, labels: Labels = {}): void {
+    this.values.set(labelKey(labels), value);
+  }
 }
 
 class Gauge {
@@ -63,6 +67,10 @@ export class Metrics {
   readonly kvCacheBytes = new Gauge();
   readonly kvCacheUsedBytes = new Gauge();
   readonly inFlight = new Gauge();
+  readonly templateRenders = new Counter();
+  readonly admissionWaiting = new Gauge();
+  readonly admissionRefusals = new Counter();
+  readonly requestTimeouts = new Counter();
 
   render(): string {
     const out: string[] = [];
@@ -115,6 +123,26 @@ export class Metrics {
       this.kvCacheUsedBytes,
     );
     gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
+    counter(
+      "ortserve_template_renders_total",
+      "Chat template renders by outcome (rendered, timed_out, out_of_memory).",
+      this.templateRenders,
+    );
+    gauge(
+      "ortserve_admission_waiting_requests",
+      "Generation requests admitted and not yet generating (template, queue, prefill).",
+      this.admissionWaiting,
+    );
+    counter(
+      "ortserve_admission_refusals_total",
+      "Generation requests refused by admission control, by reason (waiting_full, key_concurrency, key_tokens).",
+      this.admissionRefusals,
+    );
+    counter(
+      "ortserve_request_timeouts_total",
+      "Generations ended by the request timeout.",
+      this.requestTimeouts,
+    );
     return `${out.join("\n")}\n`;
   }
 }

@@ -157,7 +157,10 @@ const requestShape = {
     0,
     { description: "Lower is handled earlier; non-zero needs a model with priority scheduling." },
   ),
-  request_id: withDefault(string(), randomRequestId, { description: "Generated when absent." }),
+  // It names the request in logs, usage rows and the X-Request-Id header, so it is kept short.
+  request_id: withDefault(string({ maxLength: 256 }), randomRequestId, {
+    description: "Generated when absent.",
+  }),
   return_tokens_as_token_ids: withDefault(boolean(), false, nullable),
   return_token_ids: withDefault(boolean(), false, nullable),
   cache_salt: optional(cacheSaltSchema, nullable),

@@ -59,9 +59,15 @@ export function buildOpenApiDocument(): object {
             },
             ...commonErrors,
             "404": errorResponse("Unknown model."),
+            "408": errorResponse("The request ran past the server's request timeout."),
             "413": errorResponse("Request body too large."),
+            "429": errorResponse(
+              "The API key's concurrent-request or tokens-per-minute limit (Retry-After says when to retry).",
+            ),
             "500": errorResponse("Engine failure."),
-            "503": errorResponse("The server is shutting down."),
+            "503": errorResponse(
+              "The server is shutting down, too many requests are waiting, or usage cannot be recorded (Retry-After).",
+            ),
           },
         },
       },
@@ -125,8 +131,10 @@ export function buildOpenApiDocument(): object {
         get: {
           operationId: "openapi",
           summary: "This document.",
-          security: [],
-          responses: { "200": { description: "The OpenAPI document.", content: json({ type: "object" }) } },
+          responses: {
+            "200": { description: "The OpenAPI document.", content: json({ type: "object" }) },
+            "401": commonErrors["401"],
+          },
         },
       },
     },

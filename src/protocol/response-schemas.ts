@@ -179,6 +179,8 @@ export const errorSchema: JsonSchema = obj({
         "not_found_error",
         "server_error",
         "service_unavailable_error",
+        "requests",
+        "tokens",
       ],
     },
     param: {

@@ -2,8 +2,10 @@
  * Chat completions: the protocol parts of a generation (src/serving/generation.ts has the rest) —
  * the chat request, its prompt through the model's chat template, and vLLM-shaped responses.
  */
+import { namesModelTemplate } from "../chat/index.ts";
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
+import { invalidRequest } from "../errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../protocol/chat-request.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator, type ChatCompletionResponse } from "../protocol/response.ts";
@@ -26,8 +28,31 @@ export class ChatCompletionsService extends GenerationService<
     return { model: req.model, user: req.user, stream: req.stream, n: req.n };
   }
 
-  protected engineRequest(req: ChatCompletionRequest, model: EngineModel, requestId: string): EngineRequest {
-    const prompt = this.deps.engine.prompt(model, {
+  /**
+   * A template in the request is code the server would run: refused unless the operator trusts
+   * request templates (vLLM's --trust-request-chat-template). Naming one of the model's own
+   * templates is not. chat_template_kwargs stay allowed: they are variables of the operator's
+   * template, which alone decides what they select, and every render runs under the template
+   * pool's time and output budgets.
+   */
+  private checkTemplateTrust(req: ChatCompletionRequest, model: EngineModel): void {
+    const requested = req.chat_template;
+    if (!requested || this.deps.trustRequestChatTemplate) return;
+    if (namesModelTemplate(model.info.chatSource.chatTemplate, requested)) return;
+    throw invalidRequest(
+      "chat_template: this server does not render templates sent in requests (the operator can allow them with `ortserve serve --trust-request-chat-template`).",
+      "chat_template",
+      "untrusted_chat_template",
+    );
+  }
+
+  protected async engineRequest(
+    req: ChatCompletionRequest,
+    model: EngineModel,
+    requestId: string,
+  ): Promise<EngineRequest> {
+    this.checkTemplateTrust(req, model);
+    const prompt = await this.deps.engine.prompt(model, {
       messages: req.messages,
       chatTemplate: req.chat_template,
       chatTemplateKwargs: req.chat_template_kwargs,

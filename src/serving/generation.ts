@@ -11,6 +11,13 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import {
+  type AdmissionControl,
+  type AdmissionTicket,
+  REQUEST_LIMIT_DEFAULTS,
+  type RequestLimits,
+} from "./admission.ts";
+import {
+  type Caller,
   CLIENT_CLOSED,
   type GenerationEndpoint,
   type GenerationResult,
@@ -23,6 +30,12 @@ export interface ServingDeps {
   metrics: Metrics;
   logger: Logger;
   draining(): boolean;
+  /** Templates sent in requests may be rendered (the operator's choice; off by default). */
+  trustRequestChatTemplate?: boolean;
+  /** Waiting-request and per-key limits; none when absent. */
+  admission?: AdmissionControl;
+  /** Per-request token limits and timeout (defaults: REQUEST_LIMIT_DEFAULTS). */
+  limits?: Partial<RequestLimits>;
 }
 
 /** The fields the shared steps read from any parsed generation request. */
@@ -46,6 +59,14 @@ export interface Streamer<C> {
   fail(error: ApiError): Frame<C>;
 }
 
+/** The admission key of a caller: its API key. */
+function admissionKey(caller: Caller | undefined): string {
+  return caller?.keyId == null ? "" : String(caller.keyId);
+}
+
+/** A ticket that admits everything, for services run without admission control. */
+const ALWAYS_ADMITTED: AdmissionTicket = { started() {}, release() {} };
+
 /** The model a body names, kept for the usage row when the request fails before resolution. */
 function requestedModel(body: unknown): string {
   const m = (body as { model?: unknown } | null)?.model;
@@ -56,18 +77,20 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   implements GenerationEndpoint<J, C>
 {
   protected readonly deps: ServingDeps;
+  private readonly limits: RequestLimits;
   /** Names the request kind in log lines and error messages ("chat completion"). */
   protected abstract readonly label: string;
 
   constructor(deps: ServingDeps) {
     this.deps = deps;
+    this.limits = { ...REQUEST_LIMIT_DEFAULTS, ...deps.limits };
   }
 
   /** The protocol's validated request (throws 400 ApiErrors). */
   protected abstract parse(body: unknown, raw: string): P;
   /** The request's fields worth a log line. */
   protected abstract logFields(req: P): Record<string, unknown>;
-  protected abstract engineRequest(req: P, model: EngineModel, requestId: string): EngineRequest;
+  protected abstract engineRequest(req: P, model: EngineModel, requestId: string): Promise<EngineRequest>;
   protected abstract accumulator(req: P, ctx: ResponseContext): Accumulator<J>;
   protected abstract streamer(req: P, ctx: ResponseContext): Streamer<C>;
 
@@ -88,7 +111,13 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
         team: ctx.caller?.team,
         project: ctx.caller?.project,
       });
-      return await this.generate(parsed, ctx);
+      const ticket = this.deps.admission?.admit(admissionKey(ctx.caller)) ?? ALWAYS_ADMITTED;
+      try {
+        return await this.generate(parsed, ctx, ticket);
+      } catch (err) {
+        ticket.release(ctx.usage.promptTokens + ctx.usage.completionTokens);
+        throw err;
+      }
     } catch (err) {
       if (err instanceof ApiError) throw err;
       this.deps.logger.error(`${this.label} failed`, {
@@ -99,7 +128,20 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     }
   }
 
-  private async generate(req: P, ctx: ServingContext): Promise<GenerationResult<J, C>> {
+  /** The engine's token limits for a request, from the operator's (0: off). */
+  private tokenLimits(): EngineRequest["limits"] {
+    const { maxPromptTokens, maxTotalTokens } = this.limits;
+    return {
+      ...(maxPromptTokens > 0 && { maxPromptTokens }),
+      ...(maxTotalTokens > 0 && { maxTotalTokens }),
+    };
+  }
+
+  private async generate(
+    req: P,
+    ctx: ServingContext,
+    ticket: AdmissionTicket,
+  ): Promise<GenerationResult<J, C>> {
     const tally = ctx.usage;
     // Usage is attributed to the model even when it then turns out to have no weights to serve.
     const resolution = this.deps.engine.registry.resolve(req.model);
@@ -108,8 +150,13 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
       tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
     }
     const model = this.deps.engine.model(req.model);
-    const request = this.engineRequest(req, model, tally.requestId);
-    const run = new EngineRun(this.deps, { model, request }, ctx);
+    const request = await this.engineRequest(req, model, tally.requestId);
+    request.limits = this.tokenLimits();
+    this.deps.engine.check(model, request);
+    const run = new EngineRun(this.deps, { model, request }, ctx, {
+      ticket,
+      timeoutMs: this.limits.requestTimeoutMs,
+    });
     const response = { requestId: tally.requestId, model: model.name };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);
 

@@ -177,6 +177,31 @@ export class UsageLog {
     for (const p of batch) if (!failed.has(p)) p.resolve();
   }
 
+  /**
+   * Whether a usage row can be written now: one is inserted and rolled back, so a read-only file,
+   * a full disk or a page limit shows up here without leaving anything behind.
+   */
+  canWrite(): boolean {
+    try {
+      this.#db.exec("SAVEPOINT usage_probe");
+      try {
+        this.recordUsage({
+          model: "(probe)",
+          promptTokens: 0,
+          completionTokens: 0,
+          cachedTokens: 0,
+          latencyMs: 0,
+          status: 0,
+        });
+      } finally {
+        this.#db.exec("ROLLBACK TO usage_probe; RELEASE usage_probe");
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   usageTotals(query: UsageTotalsQuery): UsageTotals[] {
     const sql = TOTALS_SQL[query.by];
     if (!sql) throw new RangeError(`usage can be grouped by ${USAGE_GROUPS.join(", ")} (got "${query.by}")`);

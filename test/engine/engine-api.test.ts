@@ -71,7 +71,7 @@ describe.skipIf(!hasModel("q4"))("Engine (in-process API) on the default model",
     // Each computes its whole prompt: a prefix-cache hit changes how the q4 graph's int8
     // activations are chunked, which may flip a near tie (covered in engine.test.ts on fp32).
     const params = (cacheSalt: string) => ({ maxTokens: 6, cacheSalt, sampling: { temperature: 0 } });
-    const prepared = engine.prepare({ ...chat("Say hello.", 6), params: params("a") });
+    const prepared = await engine.prepare({ ...chat("Say hello.", 6), params: params("a") });
     const text = (prepared.request.prompt as { text: string }).text;
     expect(text).toContain("<|im_start|>user");
     const a = await engine.generate(prepared);
@@ -129,9 +129,9 @@ describe.skipIf(!hasModel("q4"))("Engine (in-process API) on the default model",
     await expect(engine.generate(chat("hi", 4), {}).then(() => "ok")).resolves.toBe("ok");
     const unknown = engine.generate({ ...chat("hi", 4), model: "no-such-model" });
     await expect(unknown).rejects.toMatchObject({ status: 404 });
-    expect(() =>
+    await expect(
       engine.prepare({ ...chat("hi", 4), params: { n: 2, sampling: { temperature: 0 } } }),
-    ).toThrow(ApiError);
+    ).rejects.toThrow(ApiError);
     const good = engine.generate(chat("Count to five.", 12));
     const bad = engine.generate({
       model: MODEL_ID,

@@ -29,10 +29,14 @@ let h: Harness;
 let promptTokens: number;
 
 beforeAll(async () => {
-  h = await startHarness(async (models) => {
-    await addSyntheticModel(models, "tiny");
-    await addSyntheticModel(models, "prio", { scheduling_policy: "priority" });
-  });
+  h = await startHarness(
+    async (models) => {
+      await addSyntheticModel(models, "tiny");
+      await addSyntheticModel(models, "prio", { scheduling_policy: "priority" });
+      // The chat_template cases render request templates, which the operator must allow.
+    },
+    { trustRequestChatTemplate: true },
+  );
   const r = await chat<{ usage: { prompt_tokens: number } }>(h, tinyRequest());
   expect(r.status, r.text).toBe(200);
   promptTokens = r.json.usage.prompt_tokens;

@@ -3,7 +3,7 @@
  * of the models directory over the OpenAI-compatible HTTP API until SIGTERM/SIGINT, which drain
  * in-flight requests before exiting.
  */
-import { parseCommandLine, parsePositiveInt, UsageError } from "../args.ts";
+import { parseCommandLine, parseNonNegativeInt, parsePositiveInt, UsageError } from "../args.ts";
 import { runSetup } from "./setup.ts";
 
 export const summary = "serve the models directory over the OpenAI-compatible HTTP API";
@@ -12,7 +12,8 @@ export const usage = `Usage: ortserve serve [options]
 
 Prepares the default model (fetch + convert, skipped when done), then serves every
 model in the models directory on an OpenAI-compatible API (POST /v1/chat/completions,
-GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json).
+GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json);
+every route but /health (and /metrics unless --metrics-require-key) needs an API key.
 On first start with no API key, one is created and printed once.
 
 Options:
@@ -24,6 +25,34 @@ Options:
   --threads <n>          ONNX Runtime threads per worker (default: 2)
   --max-num-seqs <n>     sequences decoded together per model (default: 16)
   --max-model-len <n>    context limit per sequence (default: 4096, at most the model's)
+  --trust-request-chat-template
+                         render chat templates sent in requests (\`chat_template\`); without
+                         it such requests get a 400 (templates are code the server runs)
+  --template-workers <n> threads rendering chat templates (default: 2)
+  --template-timeout-ms <n>
+                         time one template render may take before its thread is replaced
+                         and the request gets a 400 (default: 5000)
+  --template-max-chars <n>
+                         characters one template render may produce (default: 16777216)
+  --max-waiting-requests <n>
+                         requests waiting to start generating before new ones get a 503
+                         with Retry-After (default: 1024; 0: no limit)
+  --max-concurrent-requests-per-key <n>
+                         requests one API key may have running; beyond it a 429 with
+                         Retry-After (default: 0, no limit)
+  --max-tokens-per-minute-per-key <n>
+                         prompt + completion tokens one API key may use per minute; beyond
+                         it a 429 with Retry-After (default: 0, no limit)
+  --max-prompt-tokens <n>
+                         prompt tokens per request; beyond it a 400 (default: 0, no limit
+                         but the context)
+  --max-total-tokens <n> prompt + completion tokens per request; beyond it a 400 (default: 0,
+                         no limit but the context)
+  --request-timeout-s <n>
+                         a generation still running after this many seconds ends with a 408
+                         (or a stream error event) (default: 600; 0: no limit)
+  --metrics-require-key  /metrics needs an API key like every route but /health
+                         (default: /metrics is open, for scrapers on a private network)
   --no-setup             do not fetch/convert the default model first
   -h, --help             show this help
 `;
@@ -40,6 +69,17 @@ export async function run(argv: string[]): Promise<void> {
       threads: { type: "string" },
       "max-num-seqs": { type: "string" },
       "max-model-len": { type: "string" },
+      "trust-request-chat-template": { type: "boolean" },
+      "template-workers": { type: "string" },
+      "template-timeout-ms": { type: "string" },
+      "template-max-chars": { type: "string" },
+      "max-waiting-requests": { type: "string" },
+      "max-concurrent-requests-per-key": { type: "string" },
+      "max-tokens-per-minute-per-key": { type: "string" },
+      "max-prompt-tokens": { type: "string" },
+      "max-total-tokens": { type: "string" },
+      "request-timeout-s": { type: "string" },
+      "metrics-require-key": { type: "boolean" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -54,6 +94,8 @@ export async function run(argv: string[]): Promise<void> {
   const port = portText === "0" ? 0 : parsePositiveInt("--port", portText, SERVER_DEFAULTS.port);
   if (port > 65535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
   const dir = modelsDir(values["models-dir"]);
+  const limit = (name: keyof typeof values, fallback: number) =>
+    parseNonNegativeInt(`--${name}`, values[name] as string | undefined, fallback);
   if (!values["no-setup"]) await runSetup({ modelsDir: values["models-dir"] });
 
   const server = await startServer({
@@ -66,6 +108,42 @@ export async function run(argv: string[]): Promise<void> {
     threads: parsePositiveInt("--threads", values.threads, SERVER_DEFAULTS.threads),
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
     maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
+    trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
+    metricsRequireKey: values["metrics-require-key"] ?? false,
+    admission: {
+      maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),
+      maxConcurrentPerKey: limit(
+        "max-concurrent-requests-per-key",
+        SERVER_DEFAULTS.admission.maxConcurrentPerKey,
+      ),
+      tokensPerMinutePerKey: limit(
+        "max-tokens-per-minute-per-key",
+        SERVER_DEFAULTS.admission.tokensPerMinutePerKey,
+      ),
+    },
+    requestLimits: {
+      maxPromptTokens: limit("max-prompt-tokens", SERVER_DEFAULTS.requestLimits.maxPromptTokens),
+      maxTotalTokens: limit("max-total-tokens", SERVER_DEFAULTS.requestLimits.maxTotalTokens),
+      requestTimeoutMs:
+        limit("request-timeout-s", SERVER_DEFAULTS.requestLimits.requestTimeoutMs / 1000) * 1000,
+    },
+    templates: {
+      workers: parsePositiveInt(
+        "--template-workers",
+        values["template-workers"],
+        SERVER_DEFAULTS.templates.workers,
+      ),
+      timeoutMs: parsePositiveInt(
+        "--template-timeout-ms",
+        values["template-timeout-ms"],
+        SERVER_DEFAULTS.templates.timeoutMs,
+      ),
+      maxOutputChars: parsePositiveInt(
+        "--template-max-chars",
+        values["template-max-chars"],
+        SERVER_DEFAULTS.templates.maxOutputChars,
+      ),
+    },
   });
   process.stderr.write(`ortserve: serving on ${server.url}\n`);
   await new Promise<void>((resolve) => {

@@ -15,6 +15,7 @@ import { outOfVocab } from "../token-ids.ts";
 import type { EngineCoreConfig, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink } from "./active-request.ts";
 import { BeamGroup } from "./beam-group.ts";
+import { checkAgainstConfig } from "./config-checks.ts";
 import type { TokenConstraint } from "./constrain.ts";
 import { Sequence } from "./sequence.ts";
 
@@ -38,15 +39,7 @@ export function admit(
   /** One per choice (structured outputs), already compiled. */
   constraints?: TokenConstraint[],
 ): ActiveRequest {
-  const { config } = ctx;
-  if (req.priority !== 0 && config.schedulingPolicy !== "priority")
-    throw new RequestError(
-      "priority_not_supported",
-      `priority ${req.priority} was given, but model scheduling policy is "fcfs"; priority scheduling is not enabled for this model`,
-      "priority",
-    );
-  if (req.n > config.maxNumSeqs)
-    throw new RequestError("invalid_request", `n=${req.n} exceeds max_num_seqs=${config.maxNumSeqs}`, "n");
+  checkAgainstConfig(req, ctx.config);
   const { promptIds, maxTokens } = preparePrompt(req, ctx);
   const active: ActiveRequest = {
     req,
@@ -93,6 +86,7 @@ function preparePrompt(
     if (ids.length > keep) ids = ids.slice(ids.length - keep);
   }
   if (ids.length === 0) throw new RequestError("invalid_request", "the prompt is empty", "messages");
+  checkTokenLimits(req, ids.length);
   if (req.maxTokens === undefined) {
     if (ids.length >= L)
       throw new RequestError(
@@ -100,7 +94,8 @@ function preparePrompt(
         `This model's maximum context length is ${L} tokens. However, your messages resulted in ${ids.length} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
         "messages",
       );
-    return { promptIds: ids, maxTokens: L - ids.length };
+    const room = Math.min(L, req.limits?.maxTotalTokens ?? L) - ids.length;
+    return { promptIds: ids, maxTokens: room };
   }
   if (ids.length + req.maxTokens > L)
     throw new RequestError(
@@ -109,6 +104,28 @@ function preparePrompt(
       req.maxTokensField ?? "max_tokens",
     );
   return { promptIds: ids, maxTokens: req.maxTokens };
+}
+
+/** The operator's limits, checked before the context: each refusal names the limit it hit. */
+function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
+  const { maxPromptTokens, maxTotalTokens } = req.limits ?? {};
+  if (maxPromptTokens !== undefined && promptTokens > maxPromptTokens)
+    throw new RequestError(
+      "invalid_request",
+      `Your messages resulted in ${promptTokens} prompt tokens; this server's limit is ${maxPromptTokens} prompt tokens per request (max_prompt_tokens).`,
+      "messages",
+    );
+  if (maxTotalTokens === undefined) return;
+  if (
+    req.maxTokens === undefined
+      ? promptTokens >= maxTotalTokens
+      : promptTokens + req.maxTokens > maxTotalTokens
+  )
+    throw new RequestError(
+      "invalid_request",
+      `This request needs ${promptTokens + (req.maxTokens ?? 1)} tokens (${promptTokens} in the messages, ${req.maxTokens ?? 1} at least in the completion); this server's limit is ${maxTotalTokens} prompt plus completion tokens per request (max_total_tokens).`,
+      req.maxTokens === undefined ? "messages" : (req.maxTokensField ?? "max_tokens"),
+    );
 }
 
 /** vLLM bans each bad word with and without a leading space. */

@@ -1,0 +1,28 @@
+/**
+ * The short schemathesis run (test/fuzz/schemathesis.sh) as part of the suite: generated requests
+ * for every operation of /openapi.json, none answered with a 5xx or outside the documented schema.
+ * Needs python3 (the script installs schemathesis from PyPI into .cache on first use).
+ */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../../src/util/paths.ts";
+
+const hasPython = spawnSync("python3", ["-c", "import venv"]).status === 0;
+
+describe.skipIf(!hasPython)("schemathesis (short run)", () => {
+  it("generates hundreds of cases with no 5xx and no schema violations", () => {
+    const run = spawnSync("bash", [join(repoRoot, "test/fuzz/schemathesis.sh")], {
+      cwd: repoRoot,
+      encoding: "utf8",
+      timeout: 300_000,
+    });
+    const out = `${run.stdout}\n${run.stderr}`;
+    const summary = /schemathesis: (\d+) cases, (\d+) responses >= 500, (\d+) failed checks/.exec(out);
+    expect(summary, out.slice(-4000)).not.toBeNull();
+    const [cases, serverErrors, failedChecks] = summary!.slice(1).map(Number);
+    expect(cases).toBeGreaterThanOrEqual(300);
+    expect({ serverErrors, failedChecks }, out.slice(-4000)).toEqual({ serverErrors: 0, failedChecks: 0 });
+    expect(run.status).toBe(0);
+  }, 320_000);
+});
