@@ -15,6 +15,7 @@ import { outOfVocab } from "../token-ids.ts";
 import type { EngineCoreConfig, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink } from "./active-request.ts";
 import { BeamGroup } from "./beam-group.ts";
+import { promptEcho } from "./prompt-echo.ts";
 import { Sequence } from "./sequence.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
@@ -60,6 +61,7 @@ export function admit(
     aborted: false,
     finishedChoices: 0,
   };
+  if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx);
   else active.sequences = choices(active, ctx);
