@@ -9,6 +9,7 @@ import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
+import { CompletionsService } from "./serving/completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
 export interface ServerConfig {
@@ -78,12 +79,15 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     prefixCacheBytes: config.prefixCacheBytes,
   });
   let draining = false;
-  const chat = new ChatCompletionsService({ engine, metrics, logger, draining: () => draining });
+  const servingDeps = { engine, metrics, logger, draining: () => draining };
+  const chat = new ChatCompletionsService(servingDeps);
+  const completions = new CompletionsService(servingDeps);
   const app = createApp({
     registry,
     keys: storage.keys,
     usage: storage.usage,
     chat,
+    completions,
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,

@@ -23,6 +23,7 @@ export interface AppDeps {
   /** Where usage rows go (one per request to a generation route). */
   usage: UsageStore;
   chat: GenerationEndpoint;
+  completions: GenerationEndpoint;
   metrics: Metrics;
   logger: Logger;
   /** Engine-side gauges, refreshed before /metrics renders. */
@@ -64,7 +65,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   // Generation routes (POST, JSON in, JSON or SSE out) record one usage row per request.
-  const generation = [{ path: "/v1/chat/completions", service: deps.chat }];
+  const generation = [
+    { path: "/v1/chat/completions", service: deps.chat },
+    { path: "/v1/completions", service: deps.completions },
+  ];
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
 

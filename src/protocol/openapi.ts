@@ -3,6 +3,8 @@
  * the same schema objects that validate requests, so the two cannot drift.
  */
 import { chatCompletionRequestSchema } from "./chat-request.ts";
+import { completionRequestSchema } from "./completion-request.ts";
+import { completionChunkSchema, completionResponseSchema } from "./completion-schemas.ts";
 import {
   chatCompletionChunkSchema,
   chatCompletionResponseSchema,
@@ -24,6 +26,22 @@ const commonErrors = {
   "401": errorResponse("Missing or invalid API key."),
 };
 
+const projectHeader = {
+  name: "Compat-Project",
+  in: "header",
+  required: false,
+  description: "Team and project for usage tracking, as <team>/<project>.",
+  schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
+};
+
+const generationErrors = {
+  ...commonErrors,
+  "404": errorResponse("Unknown model."),
+  "413": errorResponse("Request body too large."),
+  "500": errorResponse("Engine failure."),
+  "503": errorResponse("The server is shutting down."),
+};
+
 export function buildOpenApiDocument(): object {
   return compactJson({
     openapi: "3.1.0",
@@ -31,7 +49,7 @@ export function buildOpenApiDocument(): object {
       title: "ortserve",
       version: "1",
       description:
-        "OpenAI-compatible chat completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
+        "OpenAI-compatible chat completions and completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
     },
     security: [{ bearerAuth: [] }],
     paths: {
@@ -39,15 +57,7 @@ export function buildOpenApiDocument(): object {
         post: {
           operationId: "createChatCompletion",
           summary: "Generate a model reply for a list of chat messages.",
-          parameters: [
-            {
-              name: "Compat-Project",
-              in: "header",
-              required: false,
-              description: "Team and project for usage tracking, as <team>/<project>.",
-              schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
-            },
-          ],
+          parameters: [projectHeader],
           requestBody: { required: true, content: json(ref("ChatCompletionRequest")) },
           responses: {
             "200": {
@@ -57,11 +67,26 @@ export function buildOpenApiDocument(): object {
                 "text/event-stream": { schema: ref("ChatCompletionChunk") },
               },
             },
-            ...commonErrors,
-            "404": errorResponse("Unknown model."),
-            "413": errorResponse("Request body too large."),
-            "500": errorResponse("Engine failure."),
-            "503": errorResponse("The server is shutting down."),
+            ...generationErrors,
+          },
+        },
+      },
+      "/v1/completions": {
+        post: {
+          operationId: "createCompletion",
+          summary:
+            "Continue one or more prompts (text or token ids); with echo and max_tokens 0, score them.",
+          parameters: [projectHeader],
+          requestBody: { required: true, content: json(ref("CompletionRequest")) },
+          responses: {
+            "200": {
+              description: "The completions (or, with stream=true, a stream of chunks).",
+              content: {
+                ...json(ref("CompletionResponse")),
+                "text/event-stream": { schema: ref("CompletionChunk") },
+              },
+            },
+            ...generationErrors,
           },
         },
       },
@@ -138,6 +163,9 @@ export function buildOpenApiDocument(): object {
         ChatCompletionRequest: chatCompletionRequestSchema.jsonSchema(),
         ChatCompletionResponse: chatCompletionResponseSchema,
         ChatCompletionChunk: chatCompletionChunkSchema,
+        CompletionRequest: completionRequestSchema.jsonSchema(),
+        CompletionResponse: completionResponseSchema,
+        CompletionChunk: completionChunkSchema,
         ModelList: modelListSchema,
         CheckpointList: checkpointListSchema,
         Health: healthSchema,

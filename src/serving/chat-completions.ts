@@ -26,7 +26,11 @@ export class ChatCompletionsService extends GenerationService<
     return { model: req.model, user: req.user, stream: req.stream, n: req.n };
   }
 
-  protected engineRequest(req: ChatCompletionRequest, model: EngineModel, requestId: string): EngineRequest {
+  protected engineRequests(
+    req: ChatCompletionRequest,
+    model: EngineModel,
+    requestId: string,
+  ): EngineRequest[] {
     const prompt = this.deps.engine.prompt(model, {
       messages: req.messages,
       chatTemplate: req.chat_template,
@@ -38,12 +42,14 @@ export class ChatCompletionsService extends GenerationService<
       reasoningEffort: req.reasoning_effort,
       addSpecialTokens: req.add_special_tokens,
     });
-    return toEngineRequest(req, {
-      requestId,
-      prompt,
-      vocabSize: model.info.vocabSize,
-      generationDefaults: model.info.generationDefaults,
-    });
+    return [
+      toEngineRequest(req, {
+        requestId,
+        prompt,
+        vocabSize: model.info.vocabSize,
+        generationDefaults: model.info.generationDefaults,
+      }),
+    ];
   }
 
   protected accumulator(
