@@ -1,5 +1,7 @@
+#!/usr/bin/env node
 /**
- * ortserve command-line entry point: `node src/cli/main.ts <command> [options]`.
+ * ortserve command-line entry point: `node src/cli/main.ts <command> [options]` from the sources,
+ * `ortserve <command>` once installed (the package's bin, built to dist/cli/main.js).
  * Subcommands are loaded on demand so `--help` and `setup` start fast and do not
  * load ONNX Runtime or the converter.
  */

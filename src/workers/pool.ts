@@ -23,6 +23,9 @@ interface WorkerSlot {
   models: number;
 }
 
+/** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
+const WORKER_FILE = import.meta.url.endsWith(".ts") ? "./worker.ts" : "./worker.js";
+
 export class EnginePool {
   private readonly slots: WorkerSlot[];
   /** Model key (JSON of its EngineCoreConfig) → index of the slot that owns it. */
@@ -33,7 +36,7 @@ export class EnginePool {
       throw new RangeError(`workers must be a positive integer, got ${opts.workers}`);
     this.slots = Array.from({ length: opts.workers }, () => ({
       pool: new Piscina({
-        filename: new URL("./worker.ts", import.meta.url).href,
+        filename: new URL(WORKER_FILE, import.meta.url).href,
         minThreads: 1,
         maxThreads: 1,
         concurrentTasksPerWorker: opts.maxRequestsPerWorker,
