@@ -9,6 +9,7 @@ import { ModelRegistry } from "./models/registry.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
+import { CheckpointRemoval } from "./serving/checkpoint-removal.ts";
 import { CompletionsService } from "./serving/completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
@@ -82,12 +83,14 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const servingDeps = { engine, metrics, logger, draining: () => draining };
   const chat = new ChatCompletionsService(servingDeps);
   const completions = new CompletionsService(servingDeps);
+  const checkpoints = new CheckpointRemoval({ engine, logger });
   const app = createApp({
     registry,
     keys: storage.keys,
     usage: storage.usage,
     chat,
     completions,
+    checkpoints,
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
@@ -131,6 +134,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       // their response (draining responses carry Connection: close).
       server.closeIdleConnections();
       await closed;
+      // Removed checkpoints whose requests just finished: free their engines, delete their files.
+      await checkpoints.settled();
       await engine.close();
       storage.close();
       logger.info("stopped");

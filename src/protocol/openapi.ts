@@ -3,6 +3,7 @@
  * the same schema objects that validate requests, so the two cannot drift.
  */
 import { chatCompletionRequestSchema } from "./chat-request.ts";
+import { deleteCheckpointsRequestSchema, deleteCheckpointsResponseSchema } from "./checkpoint-delete.ts";
 import { completionRequestSchema } from "./completion-request.ts";
 import { completionChunkSchema, completionResponseSchema } from "./completion-schemas.ts";
 import {
@@ -134,6 +135,18 @@ export function buildOpenApiDocument(): object {
             "404": errorResponse("Unknown model."),
           },
         },
+        delete: {
+          operationId: "deleteModelCheckpoints",
+          summary:
+            "Remove checkpoints by step: unlisted at once; their files are deleted once requests using them finish.",
+          parameters: [{ name: "model_id", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: { required: true, content: json(ref("DeleteCheckpointsRequest")) },
+          responses: {
+            "200": { description: "What was removed.", content: json(ref("DeleteCheckpointsResponse")) },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+          },
+        },
       },
       "/health": {
         get: {
@@ -168,6 +181,8 @@ export function buildOpenApiDocument(): object {
         CompletionChunk: completionChunkSchema,
         ModelList: modelListSchema,
         CheckpointList: checkpointListSchema,
+        DeleteCheckpointsRequest: deleteCheckpointsRequestSchema.jsonSchema(),
+        DeleteCheckpointsResponse: deleteCheckpointsResponseSchema,
         Health: healthSchema,
         Error: errorSchema,
       },

@@ -159,6 +159,22 @@ export class EnginePool {
     return answers.map((a) => (a.status === "fulfilled" ? a.value : {}));
   }
 
+  /**
+   * Closes the engines loaded from `modelDir` in whichever workers hold them (their sessions and
+   * caches are freed); a later request would load the model again. Returns how many were closed.
+   */
+  async unload(modelDir: string): Promise<number> {
+    let closed = 0;
+    for (const [key, index] of [...this.owners]) {
+      if ((JSON.parse(key) as EngineCoreConfig).modelDir !== modelDir) continue;
+      this.owners.delete(key);
+      const slot = this.slots[index]!;
+      slot.models--;
+      closed += (await slot.pool.run({ kind: "unload", modelDir } satisfies WorkerTask)) as number;
+    }
+    return closed;
+  }
+
   /** Test hook: makes one worker die (worker 0 unless told which). */
   crashOneWorker(worker = 0): Promise<unknown> {
     const slot = this.slots[worker];

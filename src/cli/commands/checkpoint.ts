@@ -1,12 +1,13 @@
 /**
- * `ortserve checkpoint add|list`: convert a GGUF as a further checkpoint of a model, or show a
- * model's checkpoints. A checkpoint is converted into a hidden directory and renamed into place
+ * `ortserve checkpoint add|list|remove`: convert a GGUF as a further checkpoint of a model, show a
+ * model's checkpoints, or remove some. A checkpoint is converted into a hidden directory and renamed into place
  * with its checkpoint.json, so a running scan never sees half of one.
  */
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { deleteCheckpointDir, markRemoved } from "../../models/checkpoint-removal.ts";
 import { sha256File } from "../../models/fetch/digest.ts";
 import type { ModelFormat } from "../../models/fetch/model-meta.ts";
 import {
@@ -21,15 +22,20 @@ import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { parseCommandLine, parseFormat, UsageError } from "../args.ts";
 import { type Converter, convertAndStamp, loadConverter } from "../run-conversion.ts";
 
-export const summary = "add a GGUF as a model checkpoint, or list a model's checkpoints";
+export const summary = "add a GGUF as a model checkpoint, list a model's checkpoints, or remove some";
 
 export const usage = `Usage: ortserve checkpoint add <model_id> <file.gguf> --step <n> [options]
        ortserve checkpoint list <model_id> [options]
+       ortserve checkpoint remove <model_id> <step>... [options]
 
 add   converts the GGUF into <models-dir>/<model>/checkpoints/step-<n>/ with a
       checkpoint.json holding a new UUID, the step and the metrics. Requests
       then name it "<model_id>:step<n>"; "<model_id>" alone means the latest.
 list  prints the model's checkpoints by step.
+remove deletes the checkpoints of those steps from disk (a step without one
+      is reported and makes the exit status 1). For a running server, use
+      DELETE /v1/preview/models/<model_id>/checkpoints instead: it keeps serving
+      what it listed at start, and waits for requests using a checkpoint.
 
 Options:
   --step <n>           training step, an integer >= 0 not used yet (add)
@@ -129,12 +135,33 @@ export async function addCheckpoint(opts: AddCheckpointOptions): Promise<Checkpo
   }
 }
 
-function parseStep(value: string | undefined): number {
-  if (value === undefined) throw new UsageError("--step is required");
+function parseStep(value: string | undefined, name = "--step"): number {
+  if (value === undefined) throw new UsageError(`${name} is required`);
   const step = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(step))
-    throw new UsageError(`--step must be an integer >= 0 (got "${value}")`);
+    throw new UsageError(`${name} must be an integer >= 0 (got "${value}")`);
   return step;
+}
+
+export interface RemoveCheckpointsResult {
+  removed: Checkpoint[];
+  notFound: number[];
+}
+
+/** Deletes a model's checkpoints of `steps` from disk (no server involved). */
+export function removeCheckpoints(
+  modelId: string,
+  steps: readonly number[],
+  dir?: string,
+): RemoveCheckpointsResult {
+  const registry = ModelRegistry.load(modelsDir(dir));
+  servedModel(registry, modelId);
+  const { removed, notFound } = registry.removeCheckpoints(modelId, steps);
+  for (const c of removed) {
+    markRemoved(c.dir);
+    deleteCheckpointDir(c.dir);
+  }
+  return { removed, notFound };
 }
 
 function parseMetrics(value: string | undefined): Record<string, number> {
@@ -233,5 +260,18 @@ export async function run(argv: string[]): Promise<void> {
     listCommand(rest[0]!, values["models-dir"], values.json ?? false);
     return;
   }
-  throw new UsageError(sub === undefined ? "expected add or list" : `unknown subcommand "${sub}"`);
+  if (sub === "remove") {
+    if (rest.length < 2) throw new UsageError("remove expects <model_id> and at least one step");
+    for (const name of ["step", "metrics", "format", "json"] as const)
+      if (values[name] !== undefined) throw new UsageError(`--${name} does not apply to remove`);
+    const steps = rest.slice(1).map((v) => parseStep(v, "a step"));
+    const { removed, notFound } = removeCheckpoints(rest[0]!, steps, values["models-dir"]);
+    for (const c of removed) process.stdout.write(`removed checkpoint ${c.id} (step ${c.step})\n`);
+    if (notFound.length > 0) {
+      process.stderr.write(`no checkpoint for step ${notFound.join(", ")}\n`);
+      process.exitCode = 1;
+    }
+    return;
+  }
+  throw new UsageError(sub === undefined ? "expected add, list or remove" : `unknown subcommand "${sub}"`);
 }
