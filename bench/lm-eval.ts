@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
+import { continuationLoglikelihood, type Encode } from "../src/eval/loglikelihood.ts";
 import { startServer } from "../src/server.ts";
 import { cacheDir, modelsDir } from "../src/util/paths.ts";
 
@@ -218,21 +219,20 @@ async function main(): Promise<void> {
     );
     const harnessSeconds = (performance.now() - started) / 1000;
 
-    // The engine's own scoring of the same strings, split where the harness splits them: the
-    // continuation is what follows the context's tokens in the tokens of context + continuation.
+    // The engine's own scoring of the same strings, split where the harness splits them.
     const tokenizer = await loadTransformersTokenizer(modelDir);
     const rows = harnessScores(out);
     let maxDiff = 0;
     const byDoc = new Map<number, { target: number; engine: number[]; harness: number[] }>();
+    const encode: Encode = (text, special) => tokenizer.encode(text, { add_special_tokens: special });
     for (const r of rows) {
-      const contextTokens = tokenizer.encode(r.context, { add_special_tokens: false }).length;
-      const s = await server.engine.score({
+      const engine = await continuationLoglikelihood(
+        server.engine,
         model,
-        prompt: { text: r.context + r.continuation, addSpecialTokens: false },
-      });
-      let engine = 0;
-      for (let i = contextTokens; i < s.promptTokenIds.length; i++)
-        engine += s.promptLogprobs[i]!.entries[0]!.logprob;
+        encode,
+        { text: r.context, addSpecialTokens: false },
+        r.continuation,
+      );
       maxDiff = Math.max(maxDiff, Math.abs(engine - r.harness));
       const doc = byDoc.get(r.doc) ?? { target: r.target, engine: [], harness: [] };
       doc.engine.push(engine);

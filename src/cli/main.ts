@@ -19,6 +19,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: () => import("./commands/serve.ts"),
   chat: () => import("./commands/chat.ts"),
   checkpoint: () => import("./commands/checkpoint.ts"),
+  eval: () => import("./commands/eval.ts"),
   keys: () => import("./commands/keys.ts"),
   usage: () => import("./commands/usage.ts"),
 };
