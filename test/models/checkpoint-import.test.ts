@@ -4,79 +4,18 @@
  * back in Hugging Face order), a GGUF named by step, and trainer_state.json. The imported
  * checkpoint must compute exactly what the same weights converted from the GGUF compute.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importTrainingRun } from "../../src/cli/commands/checkpoint-import.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
-import { GGUF_TENSOR_NAMES } from "../../src/models/convert/gguf-weights.ts";
-import { unpermuteLlamaRows } from "../../src/models/convert/quantized-weights.ts";
-import { HF_LLAMA_TENSOR_NAMES } from "../../src/models/convert/safetensors-weights.ts";
-import type { TensorNames } from "../../src/models/convert/table-weights.ts";
-import { openGguf } from "../../src/models/gguf/reader.ts";
 import { discoverCheckpoints, trainerMetrics } from "../../src/models/import/training-run.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
 import { openSafetensors } from "../../src/models/safetensors/reader.ts";
-import { buildSyntheticModel, SYNTHETIC, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
-
-interface Tensor {
-  name: string;
-  dtype: "F32" | "F16" | "BF16";
-  shape: number[];
-  data: Uint8Array;
-}
-
-/** A safetensors file as the format defines it (the test's own writer). */
-function writeSafetensors(path: string, tensors: Tensor[]): void {
-  const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
-  let at = 0;
-  for (const t of tensors) {
-    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [at, at + t.data.length] };
-    at += t.data.length;
-  }
-  const json = Buffer.from(JSON.stringify(header));
-  const size = Buffer.alloc(8);
-  size.writeBigUInt64LE(BigInt(json.length));
-  writeFileSync(path, Buffer.concat([size, json, ...tensors.map((t) => Buffer.from(t.data))]));
-}
-
-const f32 = (values: Float32Array) => new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-
-/** The synthetic GGUF's weights under transformers' names, Q/K rows un-permuted, as F32. */
-function ggufAsHfTensors(ggufPath: string): Tensor[] {
-  const file = openGguf(ggufPath);
-  try {
-    const pairs: [keyof TensorNames, number | undefined][] = [
-      ["embedding", undefined],
-      ["outputNorm", undefined],
-    ];
-    for (let l = 0; l < SYNTHETIC.layers; l++)
-      for (const k of ["q", "k", "v", "attnOutput", "gate", "up", "down", "attnNorm", "ffnNorm"] as const)
-        pairs.push([k, l]);
-    const name = (names: TensorNames, key: keyof TensorNames, layer?: number) => {
-      const n = names[key];
-      return typeof n === "string" ? n : n(layer!);
-    };
-    return pairs.map(([key, layer]) => {
-      const info = file.tensor(name(GGUF_TENSOR_NAMES, key, layer))!;
-      let values = file.dequantize(info);
-      const heads = key === "q" ? SYNTHETIC.heads : key === "k" ? SYNTHETIC.kvHeads : 0;
-      if (heads)
-        values = new Float32Array(unpermuteLlamaRows(f32(values), info.dims[1]!, heads).buffer.slice(0));
-      const shape = info.dims.length === 2 ? [info.dims[1]!, info.dims[0]!] : [info.dims[0]!];
-      return {
-        name: name(HF_LLAMA_TENSOR_NAMES, key, layer),
-        dtype: "F32" as const,
-        shape,
-        data: f32(values),
-      };
-    });
-  } finally {
-    file.close();
-  }
-}
+import { buildSyntheticModel, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
+import { f32, writeSafetensors, writeTrainingRun } from "../fixtures/training-run.ts";
 
 let root: string;
 let models: string;
@@ -89,25 +28,7 @@ beforeAll(async () => {
   const { modelDir } = await buildSyntheticModel(models, ["fp32"], "tiny");
   run = join(root, "run");
   mkdirSync(run);
-  const baseConfig = readFileSync(join(modelDir, "config.json"), "utf8");
-  for (const step of [100, 200]) {
-    const ckpt = join(run, `checkpoint-${step}`);
-    mkdirSync(ckpt);
-    const gguf = writeSyntheticGguf(join(root, `seed-${step}.gguf`), step);
-    writeSafetensors(join(ckpt, "model.safetensors"), ggufAsHfTensors(gguf));
-    writeFileSync(join(ckpt, "config.json"), baseConfig);
-    writeFileSync(
-      join(ckpt, "trainer_state.json"),
-      JSON.stringify({
-        global_step: step,
-        log_history: [
-          { step: 100, loss: 2.5, learning_rate: 5e-5, epoch: 0.5, grad_norm: 1.25 },
-          { step: 100, eval_loss: 2.75, eval_runtime: 3.5 },
-          ...(step === 200 ? [{ step: 200, loss: 2.0, learning_rate: 4e-5, epoch: 1.0 }] : []),
-        ],
-      }),
-    );
-  }
+  writeTrainingRun(run, root, modelDir, [100, 200]);
   writeSyntheticGguf(join(run, "step-300.gguf"), 300);
   writeFileSync(join(run, "notes.txt"), "not a checkpoint");
   // The reference: the step-100 weights converted from their GGUF by `convert`.
@@ -151,14 +72,19 @@ describe("training run discovery", () => {
       [300, "gguf"],
     ]);
     expect(trainerMetrics(run, found[0]!)).toEqual({
-      loss: 2.5,
+      loss: 3,
       learning_rate: 5e-5,
       epoch: 0.5,
       grad_norm: 1.25,
       eval_loss: 2.75,
       eval_runtime: 3.5,
     });
-    expect(trainerMetrics(run, found[1]!)).toEqual({ loss: 2.0, learning_rate: 4e-5, epoch: 1.0 });
+    expect(trainerMetrics(run, found[1]!)).toEqual({
+      loss: 2.5,
+      learning_rate: 4e-5,
+      epoch: 1,
+      grad_norm: 1.25,
+    });
     expect(trainerMetrics(run, found[2]!)).toEqual({});
   });
 });
@@ -194,7 +120,7 @@ describe("checkpoint import", () => {
       [200, "fp32"],
       [300, "fp32"],
     ]);
-    expect(listed[0]!.metrics).toMatchObject({ loss: 2.5, eval_loss: 2.75 });
+    expect(listed[0]!.metrics).toMatchObject({ loss: 3, eval_loss: 2.75 });
     expect(new Set(listed.map((c) => c.id)).size).toBe(3);
 
     const engine = await Engine.open({ registry, workers: 1, threads: 1 });
