@@ -26,11 +26,21 @@ describe("import a training run, evaluate every checkpoint, list the metrics", (
   let root: string;
   let models: string;
   let server: ServerProcess | undefined;
-  const cli = (...args: string[]) =>
-    execFileSync(process.execPath, [join(repoRoot, "src/cli/main.ts"), ...args], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+  /** Runs an ortserve command; a failure carries its exit status and stderr. */
+  const cli = (...args: string[]): string => {
+    try {
+      return execFileSync(process.execPath, [join(repoRoot, "src/cli/main.ts"), ...args], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        maxBuffer: 64 << 20,
+      });
+    } catch (err) {
+      const e = err as { status?: number; signal?: string; stderr?: string; stdout?: string };
+      throw new Error(
+        `ortserve ${args[0]} failed (status ${e.status}, signal ${e.signal}):\n${e.stderr}\n${e.stdout}`,
+      );
+    }
+  };
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "ortserve-e2e-run-"));
