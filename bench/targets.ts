@@ -19,6 +19,7 @@ import { weightPath } from "../src/core/model/model-files.ts";
 import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
 import { Engine, type GenerateRequest } from "../src/engine/engine.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { lineChart } from "../src/util/svg-chart.ts";
 import { startServerProcess } from "../test/e2e/server-process.ts";
 import { readBandwidth } from "./bandwidth.ts";
 import { httpLoad } from "./http-load.ts";
@@ -27,7 +28,6 @@ import { ensureLlamaServer, startLlamaServer } from "./llama-server.ts";
 import { benchPrompt } from "./prompt.ts";
 import { openLlamaServing } from "./serving-llama.ts";
 import { median, nowSeconds } from "./stats.ts";
-import { lineChart } from "./svg-chart.ts";
 
 const { values: args } = parseArgs({
   options: {

@@ -17,6 +17,8 @@ import {
   type RequestLimits,
 } from "./serving/admission.ts";
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
+import { CheckpointRemoval } from "./serving/checkpoint-removal.ts";
+import { CompletionsService } from "./serving/completions.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
 export interface ServerConfig {
@@ -100,7 +102,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   let draining = false;
   const admission = new AdmissionControl(config.admission);
-  const chat = new ChatCompletionsService({
+  const servingDeps = {
     admission,
     limits: config.requestLimits,
     engine,
@@ -108,12 +110,17 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     logger,
     draining: () => draining,
     trustRequestChatTemplate: config.trustRequestChatTemplate ?? false,
-  });
+  };
+  const chat = new ChatCompletionsService(servingDeps);
+  const completions = new CompletionsService(servingDeps);
+  const checkpoints = new CheckpointRemoval({ engine, logger });
   const app = createApp({
     registry,
     keys: storage.keys,
     usage: storage.usage,
     chat,
+    completions,
+    checkpoints,
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
@@ -165,6 +172,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       // their response (draining responses carry Connection: close).
       server.closeIdleConnections();
       await closed;
+      // Removed checkpoints whose requests just finished: free their engines, delete their files.
+      await checkpoints.settled();
       await engine.close();
       storage.close();
       logger.info("stopped");

@@ -1,5 +1,7 @@
+#!/usr/bin/env node
 /**
- * ortserve command-line entry point: `node src/cli/main.ts <command> [options]`.
+ * ortserve command-line entry point: `node src/cli/main.ts <command> [options]` from the sources,
+ * `ortserve <command>` once installed (the package's bin, built to dist/cli/main.js).
  * Subcommands are loaded on demand so `--help` and `setup` start fast and do not
  * load ONNX Runtime or the converter.
  */
@@ -17,6 +19,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: () => import("./commands/serve.ts"),
   chat: () => import("./commands/chat.ts"),
   checkpoint: () => import("./commands/checkpoint.ts"),
+  eval: () => import("./commands/eval.ts"),
   keys: () => import("./commands/keys.ts"),
   usage: () => import("./commands/usage.ts"),
 };

@@ -46,6 +46,7 @@ export function completeRequest(
     "logprobs",
     "promptLogprobs",
     "promptLogits",
+    "echoPrompt",
     "repetitionDetection",
     "cacheSalt",
     "constraint",

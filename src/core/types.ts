@@ -34,6 +34,8 @@ export interface EngineRequest {
   promptLogprobs?: number;
   /** Also return the raw logits of every prompt position (rows × vocab) with the prompt event. */
   promptLogits?: boolean;
+  /** Also return the prompt's text and each prompt token's string with the prompt event (echo). */
+  echoPrompt?: boolean;
   returnTokensAsTokenIds: boolean;
   useBeamSearch: boolean;
   lengthPenalty: number;
@@ -64,6 +66,13 @@ export interface PromptTokenLogprob {
   entries: { tokenId: number; logprob: number; rank: number; token: string }[];
 }
 
+export interface PromptEcho {
+  /** The request's own text when the model saw all of it; else the decoded prompt tokens. */
+  text: string;
+  /** Per prompt token, its string as logprob entries spell it ("token_id:<id>" when asked). */
+  tokens: string[];
+}
+
 export type FinishReason = "stop" | "length" | "repetition" | "abort";
 
 export type EngineEvent =
@@ -76,6 +85,8 @@ export type EngineEvent =
       promptLogprobs?: (PromptTokenLogprob | null)[];
       /** With `promptLogits`: row i holds the logits after prompt token i (rows × vocab). */
       promptLogits?: Float32Array;
+      /** With `echoPrompt`: the prompt's text and each prompt token's logprob string. */
+      echo?: PromptEcho;
     }
   | { type: "delta"; choice: number; tokenIds: number[]; text: string; logprobs?: TokenLogprob[] }
   | {

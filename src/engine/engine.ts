@@ -158,6 +158,9 @@ export class Engine {
   readonly templates: TemplatePool;
   private readonly options: Required<Omit<EngineOptions, "registry" | "modelsDir" | "format" | "templates">>;
   private readonly format: ModelFormat | undefined;
+  /** Streams open per model directory, and who waits for a directory to have none. */
+  private readonly users = new Map<string, number>();
+  private readonly idleWaiters = new Map<string, (() => void)[]>();
 
   private constructor(registry: ModelRegistry, options: EngineOptions) {
     this.registry = registry;
@@ -248,9 +251,44 @@ export class Engine {
     }
   }
 
-  /** The request's events as they happen; always ends with `done` or `error` (or when aborted). */
+  /**
+   * The request's events as they happen; always ends with `done` or `error` (or when aborted).
+   * The request counts as using its model directory from this call until the stream ends, so
+   * iterate (or return) every stream.
+   */
   stream(prepared: PreparedRequest, signal?: AbortSignal): AsyncGenerator<EngineEvent> {
-    return this.pool.generate(prepared.model.config, prepared.request, signal);
+    const dir = prepared.model.config.modelDir;
+    this.users.set(dir, (this.users.get(dir) ?? 0) + 1);
+    return this.counted(dir, this.pool.generate(prepared.model.config, prepared.request, signal));
+  }
+
+  private async *counted(dir: string, events: AsyncGenerator<EngineEvent>): AsyncGenerator<EngineEvent> {
+    try {
+      yield* events;
+    } finally {
+      const left = (this.users.get(dir) ?? 1) - 1;
+      if (left > 0) this.users.set(dir, left);
+      else {
+        this.users.delete(dir);
+        for (const wake of this.idleWaiters.get(dir) ?? []) wake();
+        this.idleWaiters.delete(dir);
+      }
+    }
+  }
+
+  /**
+   * Waits until no request uses `modelDir` (requests already streaming finish first), then frees
+   * its engines in their workers. For weights about to be removed: a new request for them would
+   * load them again.
+   */
+  async release(modelDir: string): Promise<void> {
+    while (this.users.has(modelDir))
+      await new Promise<void>((wake) => {
+        const waiters = this.idleWaiters.get(modelDir) ?? [];
+        waiters.push(wake);
+        this.idleWaiters.set(modelDir, waiters);
+      });
+    await this.pool.unload(modelDir);
   }
 
   /** Runs a request to the end and collects its choices; an error event throws its ApiError. */

@@ -8,12 +8,13 @@ import { listCheckpoints } from "../models/checkpoints.ts";
 import type { ModelRegistry } from "../models/registry.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { type DeleteCheckpointsResponse, parseDeleteCheckpoints } from "../protocol/checkpoint-delete.ts";
 import { buildOpenApiDocument } from "../protocol/openapi.ts";
 import type { GenerationEndpoint } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
 import { authenticate } from "./auth.ts";
 import { generationRoute } from "./generation-route.ts";
-import { jsonBody } from "./json-body.ts";
+import { type JsonBody, jsonBody } from "./json-body.ts";
 import { requestContext } from "./request-context.ts";
 import { UsageRecorder, type UsageStore } from "./usage.ts";
 
@@ -23,6 +24,9 @@ export interface AppDeps {
   /** Where usage rows go (one per request to a generation route). */
   usage: UsageStore;
   chat: GenerationEndpoint;
+  completions: GenerationEndpoint;
+  /** Removes a model's checkpoints by step (src/serving/checkpoint-removal.ts). */
+  checkpoints: { remove(modelId: string, steps: readonly number[]): DeleteCheckpointsResponse };
   metrics: Metrics;
   logger: Logger;
   /** Engine-side gauges, refreshed before /metrics renders. */
@@ -64,7 +68,10 @@ export function createApp(deps: AppDeps): express.Express {
   if (!deps.metricsRequireKey) app.get("/metrics", metrics);
 
   // Generation routes (POST, JSON in, JSON or SSE out) record one usage row per request.
-  const generation = [{ path: "/v1/chat/completions", service: deps.chat }];
+  const generation = [
+    { path: "/v1/chat/completions", service: deps.chat },
+    { path: "/v1/completions", service: deps.completions },
+  ];
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
 
@@ -97,6 +104,11 @@ export function createApp(deps: AppDeps): express.Express {
     const model = deps.registry.get(modelId);
     if (!model) throw modelNotFound(modelId);
     res.json(listCheckpoints(model, req.query as Record<string, unknown>));
+  });
+
+  v1.delete("/v1/preview/models/:modelId/checkpoints", jsonBody(deps.maxBodyBytes), (req, res) => {
+    const steps = parseDeleteCheckpoints((req.body as JsonBody).value);
+    res.json(deps.checkpoints.remove(String(req.params.modelId), steps));
   });
 
   for (const r of generation)

@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { scanCheckpoints } from "./registry/checkpoint-dir.ts";
 import { isDirectoryEntry } from "./registry/dir-entry.ts";
 import { readModelDir } from "./registry/model-dir.ts";
-import type { Resolution, ServedModel, UnavailableModel } from "./registry/types.ts";
+import type { Checkpoint, Resolution, ServedModel, UnavailableModel } from "./registry/types.ts";
 
 export type {
   Checkpoint,
@@ -85,6 +85,20 @@ export class ModelRegistry {
 
   get(id: string): ServedModel | undefined {
     return this.#models.get(id);
+  }
+
+  /**
+   * Takes the checkpoints of `steps` out of a model's list (names resolve without them from now
+   * on; resolutions already made keep theirs). Returns them and the steps it has none for.
+   */
+  removeCheckpoints(id: string, steps: readonly number[]): { removed: Checkpoint[]; notFound: number[] } {
+    const model = this.#models.get(id);
+    if (!model) return { removed: [], notFound: [...steps] };
+    const wanted = new Set(steps);
+    const removed = model.checkpoints.filter((c) => wanted.has(c.step));
+    const found = new Set(removed.map((c) => c.step));
+    this.#models.set(id, { ...model, checkpoints: model.checkpoints.filter((c) => !found.has(c.step)) });
+    return { removed, notFound: [...wanted].filter((s) => !found.has(s)) };
   }
 
   /**

@@ -7,7 +7,7 @@
 import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
 import { invalidRequest, unsupportedField } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
-import { hasInexactIntegers, withExactIntegers } from "./json-body.ts";
+import { requestObject } from "./json-body.ts";
 import { type ChatMessage, messagesSchema } from "./messages.ts";
 import {
   cacheSaltSchema,
@@ -45,7 +45,8 @@ const nullable = { nullable: true };
 
 // ---- the request table (order and notes follow the service spec) ----
 
-const requestShape = {
+/** The chat request's fields; the completions request shares every field that is not chat-only. */
+export const requestShape = {
   messages: required(messagesSchema, { description: "The conversation so far." }),
   model: optional(string(), {
     ...nullable,
@@ -178,6 +179,29 @@ export const chatCompletionRequestSchema = object(requestShape, {
 
 type WireRequest = Infer<typeof chatCompletionRequestSchema>;
 
+/** Fields only the chat route has (its conversation, template and tool fields, its token limits). */
+export const CHAT_ONLY_FIELDS = [
+  "messages",
+  "logprobs",
+  "top_logprobs",
+  "max_tokens",
+  "max_completion_tokens",
+  "tools",
+  "tool_choice",
+  "reasoning_effort",
+  "include_reasoning",
+  "parallel_tool_calls",
+  "echo",
+  "add_generation_prompt",
+  "continue_final_message",
+  "add_special_tokens",
+  "documents",
+  "chat_template",
+  "chat_template_kwargs",
+  "mm_processor_kwargs",
+] as const;
+type ChatOnlyField = (typeof CHAT_ONLY_FIELDS)[number];
+
 function randomRequestId(): string {
   return crypto.randomUUID().replaceAll("-", "");
 }
@@ -255,32 +279,15 @@ export interface ChatCompletionRequest {
  * priority) are then read exactly instead of as JSON.parse rounded them.
  */
 export function parseChatCompletionRequest(body: unknown, rawText?: string): ChatCompletionRequest {
-  if (typeof body !== "object" || body === null || Array.isArray(body))
-    throw invalidRequest("The request body must be a JSON object.", null, "invalid_type");
-  const exact =
-    rawText !== undefined && hasInexactIntegers(body)
-      ? withExactIntegers(body as Record<string, unknown>, rawText)
-      : body;
-  const wire = chatCompletionRequestSchema.parse(exact, "");
+  const wire = chatCompletionRequestSchema.parse(requestObject(body, rawText), "");
   checkCombinations(wire);
   return toParsed(wire);
 }
 
 /** Rules across fields, and fields whose feature this server does not have (never ignored). */
 function checkCombinations(r: WireRequest): void {
-  if (r.model === undefined) throw missingError("model");
-  if (r.stream_options !== undefined && !r.stream)
-    throw invalidRequest("stream_options can only be set when stream is true.", "stream_options");
   if ((r.top_logprobs === -1 || r.top_logprobs > 0) && !r.logprobs)
     throw invalidRequest("When using top_logprobs, logprobs must be set to true.", "top_logprobs");
-  if (r.prompt_logprobs !== undefined && r.stream && r.prompt_logprobs !== 0)
-    throw invalidRequest("prompt_logprobs are not available when stream is true.", "prompt_logprobs");
-  const maxTokens = r.max_completion_tokens ?? r.max_tokens;
-  if (maxTokens !== undefined && r.min_tokens > maxTokens)
-    throw invalidRequest(
-      `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${r.min_tokens}.`,
-      "min_tokens",
-    );
   if (r.continue_final_message && r.add_generation_prompt)
     throw invalidRequest(
       "Cannot set both continue_final_message and add_generation_prompt to true; set add_generation_prompt to false to continue the final message.",
@@ -288,9 +295,38 @@ function checkCombinations(r: WireRequest): void {
     );
   if (r.mm_processor_kwargs !== undefined)
     throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
+  checkSharedRules(r, r.max_completion_tokens ?? r.max_tokens);
+}
+
+/** The fields of the request table every generation route has (chat-only ones left out). */
+export type SharedWire = Omit<WireRequest, ChatOnlyField>;
+
+/** The rules of the shared fields, for any generation route; `maxTokens` is the route's limit. */
+export function checkSharedRules(r: SharedWire, maxTokens: number | undefined): void {
+  if (r.model === undefined) throw missingError("model");
+  if (r.stream_options !== undefined && !r.stream)
+    throw invalidRequest("stream_options can only be set when stream is true.", "stream_options");
+  if (r.prompt_logprobs !== undefined && r.stream && r.prompt_logprobs !== 0)
+    throw invalidRequest("prompt_logprobs are not available when stream is true.", "prompt_logprobs");
+  if (maxTokens !== undefined && r.min_tokens > maxTokens)
+    throw invalidRequest(
+      `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${r.min_tokens}.`,
+      "min_tokens",
+    );
+  // response_format and structured_outputs are checked where they become the constraint
+  // (structuredConstraint, in sharedParsed).
 }
 
 function toParsed(r: WireRequest): ChatCompletionRequest {
+  const { mm_processor_kwargs: _mm, ...rest } = r;
+  return sharedParsed(rest);
+}
+
+/** Wire values → parsed ones for the shared fields (the rest passes through as is). */
+export function sharedParsed<W extends SharedWire>(
+  r: W,
+): Omit<W, "model" | "seed" | "truncate_prompt_tokens" | "response_format" | "structured_outputs"> &
+  Pick<ChatCompletionRequest, "model" | "seed" | "truncate_prompt_tokens" | "constraint" | "constraint_field"> {
   const {
     model,
     seed,
@@ -298,18 +334,15 @@ function toParsed(r: WireRequest): ChatCompletionRequest {
     stop_token_ids,
     bad_words,
     response_format: _rf,
-    mm_processor_kwargs: _mm,
     structured_outputs: _so,
     ...rest
   } = r;
-  const { messages, ...others } = rest;
-  const parsed: ChatCompletionRequest = {
-    messages,
+  const parsed = {
     model: model!,
-    ...others,
+    ...rest,
     stop_token_ids: [...new Set(stop_token_ids)],
     bad_words: [...new Set(bad_words)],
-  };
+  } as ReturnType<typeof sharedParsed<W>>;
   const constraint = structuredConstraint(r.structured_outputs, r.response_format);
   if (constraint) {
     parsed.constraint = constraint;

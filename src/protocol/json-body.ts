@@ -3,6 +3,8 @@
  * 9223372036854775807 would come out as 2^63, out of range); the reviver's `context.source`
  * (Node 22+) still sees the digits, so top-level integer fields can be recovered exactly.
  */
+import { invalidRequest } from "../errors.ts";
+
 type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
 
 const INTEGER_LITERAL = /^-?\d+$/;
@@ -40,4 +42,15 @@ export function withExactIntegers(body: Record<string, unknown>, rawText: string
   const fields = typeof root === "object" && root !== null ? exact.get(root) : undefined;
   if (!fields) return body;
   return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, fields.get(k) ?? v]));
+}
+
+/**
+ * A request body as a JSON object, its top-level integers beyond 2^53 exact when the raw text is
+ * given; anything but an object is a 400.
+ */
+export function requestObject(body: unknown, rawText?: string): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw invalidRequest("The request body must be a JSON object.", null, "invalid_type");
+  const object = body as Record<string, unknown>;
+  return rawText !== undefined && hasInexactIntegers(object) ? withExactIntegers(object, rawText) : object;
 }

@@ -3,6 +3,9 @@
  * the same schema objects that validate requests, so the two cannot drift.
  */
 import { chatCompletionRequestSchema } from "./chat-request.ts";
+import { deleteCheckpointsRequestSchema, deleteCheckpointsResponseSchema } from "./checkpoint-delete.ts";
+import { completionRequestSchema } from "./completion-request.ts";
+import { completionChunkSchema, completionResponseSchema } from "./completion-schemas.ts";
 import {
   chatCompletionChunkSchema,
   chatCompletionResponseSchema,
@@ -24,6 +27,28 @@ const commonErrors = {
   "401": errorResponse("Missing or invalid API key."),
 };
 
+const projectHeader = {
+  name: "Compat-Project",
+  in: "header",
+  required: false,
+  description: "Team and project for usage tracking, as <team>/<project>.",
+  schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
+};
+
+const generationErrors = {
+  ...commonErrors,
+  "404": errorResponse("Unknown model."),
+  "408": errorResponse("The request ran past the server's request timeout."),
+  "413": errorResponse("Request body too large."),
+  "429": errorResponse(
+    "The API key's concurrent-request or tokens-per-minute limit (Retry-After says when to retry).",
+  ),
+  "500": errorResponse("Engine failure."),
+  "503": errorResponse(
+    "The server is shutting down, too many requests are waiting, or usage cannot be recorded (Retry-After).",
+  ),
+};
+
 export function buildOpenApiDocument(): object {
   return compactJson({
     openapi: "3.1.0",
@@ -31,7 +56,7 @@ export function buildOpenApiDocument(): object {
       title: "ortserve",
       version: "1",
       description:
-        "OpenAI-compatible chat completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
+        "OpenAI-compatible chat completions and completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
     },
     security: [{ bearerAuth: [] }],
     paths: {
@@ -39,15 +64,7 @@ export function buildOpenApiDocument(): object {
         post: {
           operationId: "createChatCompletion",
           summary: "Generate a model reply for a list of chat messages.",
-          parameters: [
-            {
-              name: "Compat-Project",
-              in: "header",
-              required: false,
-              description: "Team and project for usage tracking, as <team>/<project>.",
-              schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
-            },
-          ],
+          parameters: [projectHeader],
           requestBody: { required: true, content: json(ref("ChatCompletionRequest")) },
           responses: {
             "200": {
@@ -57,17 +74,26 @@ export function buildOpenApiDocument(): object {
                 "text/event-stream": { schema: ref("ChatCompletionChunk") },
               },
             },
-            ...commonErrors,
-            "404": errorResponse("Unknown model."),
-            "408": errorResponse("The request ran past the server's request timeout."),
-            "413": errorResponse("Request body too large."),
-            "429": errorResponse(
-              "The API key's concurrent-request or tokens-per-minute limit (Retry-After says when to retry).",
-            ),
-            "500": errorResponse("Engine failure."),
-            "503": errorResponse(
-              "The server is shutting down, too many requests are waiting, or usage cannot be recorded (Retry-After).",
-            ),
+            ...generationErrors,
+          },
+        },
+      },
+      "/v1/completions": {
+        post: {
+          operationId: "createCompletion",
+          summary:
+            "Continue one or more prompts (text or token ids); with echo and max_tokens 0, score them.",
+          parameters: [projectHeader],
+          requestBody: { required: true, content: json(ref("CompletionRequest")) },
+          responses: {
+            "200": {
+              description: "The completions (or, with stream=true, a stream of chunks).",
+              content: {
+                ...json(ref("CompletionResponse")),
+                "text/event-stream": { schema: ref("CompletionChunk") },
+              },
+            },
+            ...generationErrors,
           },
         },
       },
@@ -115,6 +141,18 @@ export function buildOpenApiDocument(): object {
             "404": errorResponse("Unknown model."),
           },
         },
+        delete: {
+          operationId: "deleteModelCheckpoints",
+          summary:
+            "Remove checkpoints by step: unlisted at once; their files are deleted once requests using them finish.",
+          parameters: [{ name: "model_id", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: { required: true, content: json(ref("DeleteCheckpointsRequest")) },
+          responses: {
+            "200": { description: "What was removed.", content: json(ref("DeleteCheckpointsResponse")) },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+          },
+        },
       },
       "/health": {
         get: {
@@ -146,8 +184,13 @@ export function buildOpenApiDocument(): object {
         ChatCompletionRequest: chatCompletionRequestSchema.jsonSchema(),
         ChatCompletionResponse: chatCompletionResponseSchema,
         ChatCompletionChunk: chatCompletionChunkSchema,
+        CompletionRequest: completionRequestSchema.jsonSchema(),
+        CompletionResponse: completionResponseSchema,
+        CompletionChunk: completionChunkSchema,
         ModelList: modelListSchema,
         CheckpointList: checkpointListSchema,
+        DeleteCheckpointsRequest: deleteCheckpointsRequestSchema.jsonSchema(),
+        DeleteCheckpointsResponse: deleteCheckpointsResponseSchema,
         Health: healthSchema,
         Error: errorSchema,
       },

@@ -36,14 +36,14 @@ export const usageSchema: JsonSchema = obj(
   ["prompt_tokens", "completion_tokens", "total_tokens"],
 );
 
-const finishReason: JsonSchema = {
+export const finishReason: JsonSchema = {
   type: "string",
   enum: ["stop", "length", "repetition", "abort"],
   description:
     "stop: EOS, a stop string or a stop token; length: max tokens or the context; repetition: repetition_detection.",
 };
 
-const stopReason: JsonSchema = {
+export const stopReason: JsonSchema = {
   anyOf: [int, str, { type: "null" }],
   description: 'The stop token id, the matched stop string, "repetition_detected", or null (EOS or length).',
 };
@@ -62,7 +62,7 @@ const message = obj({
   reasoning: nullable(str),
 });
 
-const promptLogprobs: JsonSchema = nullable({
+export const promptLogprobs: JsonSchema = nullable({
   type: "array",
   description: "Aligned with the prompt tokens; the first entry is null.",
   items: nullable({

@@ -11,7 +11,7 @@ import { checkSupported } from "../core/structured/check-constraint.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
 import { engineErrorToApiError, invalidRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "./chat-request.ts";
+import type { CHAT_ONLY_FIELDS, ChatCompletionRequest } from "./chat-request.ts";
 
 export type { GenerationDefaults };
 
@@ -29,12 +29,48 @@ export interface ToEngineOptions {
   maxLogprobs?: number;
 }
 
+/** The parsed fields every generation route shares (chat-request.ts's table minus the chat-only ones). */
+export type SharedFields = Omit<ChatCompletionRequest, (typeof CHAT_ONLY_FIELDS)[number]>;
+
+/** What each route words its own way: the token limit and logprobs per generated token. */
+export interface RouteOutput {
+  maxTokens?: number;
+  maxTokensField?: "max_tokens" | "max_completion_tokens";
+  /** Alternatives per generated token, and the field that asked; absent: no logprobs. */
+  logprobs?: { count: number; param: string };
+  /** Also return the prompt's text and token strings (echo). */
+  echoPrompt?: boolean;
+}
+
 export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOptions): EngineRequest {
+  const maxTokens = req.max_completion_tokens ?? req.max_tokens;
+  return routeEngineRequest(
+    req,
+    {
+      maxTokens,
+      maxTokensField:
+        maxTokens === undefined
+          ? undefined
+          : req.max_completion_tokens !== undefined
+            ? "max_completion_tokens"
+            : "max_tokens",
+      logprobs: req.logprobs ? { count: req.top_logprobs, param: "top_logprobs" } : undefined,
+    },
+    opts,
+  );
+}
+
+/** Any route's request: the shared fields plus the route's output options. */
+export function routeEngineRequest(
+  req: SharedFields,
+  output: RouteOutput,
+  opts: ToEngineOptions,
+): EngineRequest {
   try {
     return completeRequest(
       opts.requestId,
       opts.prompt,
-      toGenerateParams(req, opts.vocabSize, opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS),
+      toGenerateParams(req, output, opts.vocabSize, opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS),
       opts.generationDefaults,
     );
   } catch (err) {
@@ -44,7 +80,12 @@ export function toEngineRequest(req: ChatCompletionRequest, opts: ToEngineOption
 }
 
 /** The request's fields under the engine's names; absent fields stay absent for the defaults. */
-function toGenerateParams(req: ChatCompletionRequest, vocab: number, logprobLimit: number): GenerateParams {
+function toGenerateParams(
+  req: SharedFields,
+  output: RouteOutput,
+  vocab: number,
+  logprobLimit: number,
+): GenerateParams {
   checkTokenIds(
     "logit_bias",
     req.logit_bias?.map(([id]) => id),
@@ -103,13 +144,19 @@ function toGenerateParams(req: ChatCompletionRequest, vocab: number, logprobLimi
     }
     params.constraint = req.constraint;
   }
-  const maxTokens = req.max_completion_tokens ?? req.max_tokens;
-  if (maxTokens !== undefined) {
-    params.maxTokens = maxTokens;
-    params.maxTokensField = req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+  if (output.maxTokens !== undefined) {
+    params.maxTokens = output.maxTokens;
+    params.maxTokensField = output.maxTokensField;
   }
-  if (req.logprobs)
-    params.logprobs = logprobCount("top_logprobs", "sample", req.top_logprobs, vocab, logprobLimit);
+  if (output.logprobs)
+    params.logprobs = logprobCount(
+      output.logprobs.param,
+      "sample",
+      output.logprobs.count,
+      vocab,
+      logprobLimit,
+    );
+  if (output.echoPrompt) params.echoPrompt = true;
   if (req.prompt_logprobs !== undefined)
     params.promptLogprobs = logprobCount(
       "prompt_logprobs",

@@ -46,11 +46,11 @@ export class ChatCompletionsService extends GenerationService<
     );
   }
 
-  protected async engineRequest(
+  protected async engineRequests(
     req: ChatCompletionRequest,
     model: EngineModel,
     requestId: string,
-  ): Promise<EngineRequest> {
+  ): Promise<EngineRequest[]> {
     this.checkTemplateTrust(req, model);
     const prompt = await this.deps.engine.prompt(model, {
       messages: req.messages,
@@ -63,12 +63,14 @@ export class ChatCompletionsService extends GenerationService<
       reasoningEffort: req.reasoning_effort,
       addSpecialTokens: req.add_special_tokens,
     });
-    return toEngineRequest(req, {
-      requestId,
-      prompt,
-      vocabSize: model.info.vocabSize,
-      generationDefaults: model.info.generationDefaults,
-    });
+    return [
+      toEngineRequest(req, {
+        requestId,
+        prompt,
+        vocabSize: model.info.vocabSize,
+        generationDefaults: model.info.generationDefaults,
+      }),
+    ];
   }
 
   protected accumulator(

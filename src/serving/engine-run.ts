@@ -1,8 +1,9 @@
 /**
- * One engine request's events with the bookkeeping every generation route shares: token counts
+ * The engine requests of one API request (one per prompt) with the bookkeeping every generation
+ * route shares: their events merged in arrival order and tagged with their prompt, token counts
  * into the usage tally, time to first token, the token counters once the request is answered,
- * its admission ticket (waiting until its prompt is processed, released at the end) and its
- * deadline (the engine request is aborted and the run ends with a 408).
+ * its admission ticket (waiting until every prompt is processed, released at the end) and its
+ * deadline (the engine requests are aborted and the run ends with a 408).
  */
 import type { EngineEvent } from "../core/types.ts";
 import type { Engine, PreparedRequest } from "../engine/engine.ts";
@@ -17,17 +18,23 @@ export interface RunControl {
   timeoutMs: number;
 }
 
+/** An engine event and the index of the prompt (engine request) it belongs to. */
+export interface PromptEventOf {
+  prompt: number;
+  event: EngineEvent;
+}
+
 export class EngineRun {
   private readonly engine: Engine;
   private readonly metrics: Metrics;
-  private readonly prepared: PreparedRequest;
+  private readonly prepared: PreparedRequest[];
   private readonly tally: UsageTally;
   private readonly signal: AbortSignal;
   private readonly control: RunControl;
 
   constructor(
     deps: { engine: Engine; metrics: Metrics },
-    prepared: PreparedRequest,
+    prepared: PreparedRequest[],
     ctx: ServingContext,
     control: RunControl,
   ) {
@@ -40,35 +47,47 @@ export class EngineRun {
   }
 
   /**
-   * The engine's events, observed on the way through; nothing when the client already left.
+   * Every request's events, observed on the way through; nothing when the client already left.
    * Throws a 408 ApiError when the deadline passed first.
    */
-  async *events(): AsyncGenerator<EngineEvent> {
+  async *events(): AsyncGenerator<PromptEventOf> {
     const tally = this.tally;
     const { ticket, timeoutMs } = this.control;
-    const deadline = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+    // The client leaving, the deadline, or the consumer stopping early (a failed prompt) ends
+    // every request.
+    const stop = new AbortController();
+    const onClientGone = () => stop.abort();
+    const deadline = timeoutMs > 0 ? setTimeout(() => stop.abort(), timeoutMs) : undefined;
+    let timedOut = false;
+    if (deadline) stop.signal.addEventListener("abort", () => (timedOut = !this.signal.aborted), { once: true });
+    this.signal.addEventListener("abort", onClientGone, { once: true });
     try {
       // The pool aborts on the signal's event, which an already aborted signal never fires.
       if (this.signal.aborted) return;
-      const signal = deadline ? AbortSignal.any([this.signal, deadline]) : this.signal;
       const t0 = performance.now();
       let firstToken = true;
-      for await (const e of this.engine.stream(this.prepared, signal)) {
+      let promptsDone = 0;
+      const streams = this.prepared.map((p) => this.engine.stream(p, stop.signal));
+      for await (const tagged of merge(streams, stop)) {
+        const e = tagged.event;
         if (e.type === "prompt") {
-          tally.promptTokens = e.promptTokenIds.length;
-          tally.cachedTokens = e.cachedTokens;
-          ticket.started();
+          tally.promptTokens += e.promptTokenIds.length;
+          tally.cachedTokens += e.cachedTokens;
+          if (++promptsDone === this.prepared.length) ticket.started();
         } else if (e.type === "delta" && firstToken) {
           firstToken = false;
           this.metrics.ttft.observe((performance.now() - t0) / 1000, { model: tally.model });
         } else if (e.type === "finish") tally.completionTokens += e.completionTokens;
-        yield e;
+        yield tagged;
       }
-      if (deadline?.aborted && !this.signal.aborted) {
+      if (timedOut) {
         this.metrics.requestTimeouts.inc();
         throw requestTimeout(timeoutMs / 1000);
       }
     } finally {
+      clearTimeout(deadline);
+      this.signal.removeEventListener("abort", onClientGone);
+      stop.abort();
       ticket.release(tally.promptTokens + tally.completionTokens);
     }
   }
@@ -79,5 +98,34 @@ export class EngineRun {
     m.promptTokens.inc({ model: tally.model }, tally.promptTokens);
     m.completionTokens.inc({ model: tally.model }, tally.completionTokens);
     m.cachedTokens.inc({ model: tally.model }, tally.cachedTokens);
+  }
+}
+
+/**
+ * The streams' items as they arrive, each tagged with its stream's index. Stopped early, it
+ * aborts the streams still running (through `stop`) and waits for each to end.
+ */
+async function* merge(
+  streams: AsyncGenerator<EngineEvent>[],
+  stop: AbortController,
+): AsyncGenerator<PromptEventOf> {
+  const next = (i: number) => streams[i]!.next().then((r) => ({ i, r }));
+  const pending = new Map(streams.map((_, i) => [i, next(i)]));
+  try {
+    while (pending.size > 0) {
+      const { i, r } = await Promise.race(pending.values());
+      if (r.done) {
+        pending.delete(i);
+        continue;
+      }
+      pending.set(i, next(i));
+      yield { prompt: i, event: r.value };
+    }
+  } finally {
+    if (pending.size > 0) {
+      stop.abort();
+      await Promise.allSettled([...pending.values()]);
+      await Promise.allSettled(streams.map((s) => s.return(undefined)));
+    }
   }
 }

@@ -44,9 +44,9 @@ export interface GenerationRequest {
   stream: boolean;
 }
 
-/** Engine events → one complete response (src/protocol's accumulators). */
+/** Engine events (of prompt `prompt`, for routes with several) → one response (src/protocol's accumulators). */
 export interface Accumulator<J> {
-  push(event: EngineEvent): void;
+  push(event: EngineEvent, prompt: number): void;
   result(): J;
 }
 
@@ -55,7 +55,7 @@ export type Frame<C> = { type: "chunk"; data: C } | { type: "error"; error: ApiE
 
 /** Engine events → stream payloads (src/protocol's streamers). */
 export interface Streamer<C> {
-  push(event: EngineEvent): Frame<C>[];
+  push(event: EngineEvent, prompt: number): Frame<C>[];
   fail(error: ApiError): Frame<C>;
 }
 
@@ -90,7 +90,8 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   protected abstract parse(body: unknown, raw: string): P;
   /** The request's fields worth a log line. */
   protected abstract logFields(req: P): Record<string, unknown>;
-  protected abstract engineRequest(req: P, model: EngineModel, requestId: string): Promise<EngineRequest>;
+  /** One engine request per prompt (chat has one); their events reach the accumulator tagged. */
+  protected abstract engineRequests(req: P, model: EngineModel, requestId: string): Promise<EngineRequest[]>;
   protected abstract accumulator(req: P, ctx: ResponseContext): Accumulator<J>;
   protected abstract streamer(req: P, ctx: ResponseContext): Streamer<C>;
 
@@ -150,18 +151,22 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
       tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
     }
     const model = this.deps.engine.model(req.model);
-    const request = await this.engineRequest(req, model, tally.requestId);
-    request.limits = this.tokenLimits();
-    this.deps.engine.check(model, request);
-    const run = new EngineRun(this.deps, { model, request }, ctx, {
-      ticket,
-      timeoutMs: this.limits.requestTimeoutMs,
-    });
+    const requests = await this.engineRequests(req, model, tally.requestId);
+    for (const request of requests) {
+      request.limits = this.tokenLimits();
+      this.deps.engine.check(model, request);
+    }
+    const run = new EngineRun(
+      this.deps,
+      requests.map((request) => ({ model, request })),
+      ctx,
+      { ticket, timeoutMs: this.limits.requestTimeoutMs },
+    );
     const response = { requestId: tally.requestId, model: model.name };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);
 
     const acc = this.accumulator(req, response);
-    for await (const e of run.events()) acc.push(e);
+    for await (const e of run.events()) acc.push(e.event, e.prompt);
     if (ctx.signal.aborted) {
       tally.status = CLIENT_CLOSED;
       return { kind: "closed" };
@@ -191,7 +196,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     let started = false;
     try {
       for await (const e of run.events()) {
-        for (const frame of streamer.push(e)) {
+        for (const frame of streamer.push(e.event, e.prompt)) {
           if (frame.type === "error" && !started) throw frame.error;
           started = true;
           yield frame.data;

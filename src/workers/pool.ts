@@ -23,6 +23,9 @@ interface WorkerSlot {
   models: number;
 }
 
+/** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
+const WORKER_FILE = import.meta.url.endsWith(".ts") ? "./worker.ts" : "./worker.js";
+
 export class EnginePool {
   private readonly slots: WorkerSlot[];
   /** Model key (JSON of its EngineCoreConfig) → index of the slot that owns it. */
@@ -33,7 +36,7 @@ export class EnginePool {
       throw new RangeError(`workers must be a positive integer, got ${opts.workers}`);
     this.slots = Array.from({ length: opts.workers }, () => ({
       pool: new Piscina({
-        filename: new URL("./worker.ts", import.meta.url).href,
+        filename: new URL(WORKER_FILE, import.meta.url).href,
         minThreads: 1,
         maxThreads: 1,
         concurrentTasksPerWorker: opts.maxRequestsPerWorker,
@@ -154,6 +157,22 @@ export class EnginePool {
       ),
     );
     return answers.map((a) => (a.status === "fulfilled" ? a.value : {}));
+  }
+
+  /**
+   * Closes the engines loaded from `modelDir` in whichever workers hold them (their sessions and
+   * caches are freed); a later request would load the model again. Returns how many were closed.
+   */
+  async unload(modelDir: string): Promise<number> {
+    let closed = 0;
+    for (const [key, index] of [...this.owners]) {
+      if ((JSON.parse(key) as EngineCoreConfig).modelDir !== modelDir) continue;
+      this.owners.delete(key);
+      const slot = this.slots[index]!;
+      slot.models--;
+      closed += (await slot.pool.run({ kind: "unload", modelDir } satisfies WorkerTask)) as number;
+    }
+    return closed;
   }
 
   /** Test hook: makes one worker die (worker 0 unless told which). */

@@ -19,12 +19,18 @@ export interface StatsTask {
   kind: "stats";
 }
 
+/** Closes the engines of a model directory (a removed checkpoint) once they are idle. */
+export interface UnloadTask {
+  kind: "unload";
+  modelDir: string;
+}
+
 /** Test hook: kills this worker thread, to exercise crash recovery. */
 export interface CrashTask {
   kind: "crash";
 }
 
-export type WorkerTask = GenerateTask | StatsTask | CrashTask;
+export type WorkerTask = GenerateTask | StatsTask | UnloadTask | CrashTask;
 
 const engines = new Map<string, Promise<EngineCore>>();
 
@@ -100,6 +106,19 @@ export default async function run(task: WorkerTask): Promise<unknown> {
         if (loaded) out[key] = loaded.stats();
       }
       return out;
+    }
+    case "unload": {
+      let closed = 0;
+      for (const [key, engine] of engines) {
+        if ((JSON.parse(key) as EngineCoreConfig).modelDir !== task.modelDir) continue;
+        engines.delete(key);
+        const loaded = await engine.catch(() => undefined);
+        if (loaded) {
+          await loaded.close();
+          closed++;
+        }
+      }
+      return closed;
     }
     case "crash":
       // An uncaught error ends the thread the way a native fault would.

@@ -1,12 +1,13 @@
 /**
- * `ortserve checkpoint add|list`: convert a GGUF as a further checkpoint of a model, or show a
- * model's checkpoints. A checkpoint is converted into a hidden directory and renamed into place
+ * `ortserve checkpoint add|list|remove`: convert a GGUF as a further checkpoint of a model, show a
+ * model's checkpoints, or remove some. A checkpoint is converted into a hidden directory and renamed into place
  * with its checkpoint.json, so a running scan never sees half of one.
  */
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { deleteCheckpointDir, markRemoved } from "../../models/checkpoint-removal.ts";
 import { sha256File } from "../../models/fetch/digest.ts";
 import type { ModelFormat } from "../../models/fetch/model-meta.ts";
 import {
@@ -14,6 +15,7 @@ import {
   CHECKPOINTS_DIR,
   type CheckpointMeta,
   metricsProblem,
+  parseCheckpointMeta,
 } from "../../models/registry/checkpoint-dir.ts";
 import { type Checkpoint, ModelRegistry, type ServedModel } from "../../models/registry.ts";
 import { modelsDir } from "../../util/paths.ts";
@@ -21,20 +23,31 @@ import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { parseCommandLine, parseFormat, UsageError } from "../args.ts";
 import { type Converter, convertAndStamp, loadConverter } from "../run-conversion.ts";
 
-export const summary = "add a GGUF as a model checkpoint, or list a model's checkpoints";
+export const summary = "add a GGUF as a model checkpoint, list a model's checkpoints, or remove some";
 
 export const usage = `Usage: ortserve checkpoint add <model_id> <file.gguf> --step <n> [options]
        ortserve checkpoint list <model_id> [options]
+       ortserve checkpoint remove <model_id> <step>... [options]
+       ortserve checkpoint import <run_dir> --model <model_id> [options]
 
 add   converts the GGUF into <models-dir>/<model>/checkpoints/step-<n>/ with a
       checkpoint.json holding a new UUID, the step and the metrics. Requests
       then name it "<model_id>:step<n>"; "<model_id>" alone means the latest.
 list  prints the model's checkpoints by step.
+import makes every checkpoint of a training run a checkpoint of the model:
+      Trainer checkpoint-<step>/ folders (safetensors; llama) and GGUF files
+      named step-<n>.gguf or checkpoint-<n>.gguf, with the metrics
+      trainer_state.json logged at that step. Steps the model has are skipped.
+remove deletes the checkpoints of those steps from disk (a step without one
+      is reported and makes the exit status 1). For a running server, use
+      DELETE /v1/preview/models/<model_id>/checkpoints instead: it keeps serving
+      what it listed at start, and waits for requests using a checkpoint.
 
 Options:
   --step <n>           training step, an integer >= 0 not used yet (add)
   --metrics <json>     e.g. '{"loss":1.2}': numbers reported with the checkpoint (add)
-  --format q4|fp32     ONNX flavour to produce (add; default: the model's format)
+  --model <id>         the model to import into (import)
+  --format q4|fp32     ONNX flavour to produce (add, import; default: the model's format)
   --json               print the list as JSON (list)
   --models-dir <dir>   models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
   -h, --help           show this help
@@ -80,18 +93,14 @@ export async function addCheckpoint(opts: AddCheckpointOptions): Promise<Checkpo
     throw new UsageError(`step must be an integer >= 0 (got ${opts.step})`);
   const registry = ModelRegistry.load(modelsDir(opts.modelsDir));
   const model = servedModel(registry, opts.modelId);
-  const finalDir = join(model.dir, CHECKPOINTS_DIR, `step-${opts.step}`);
-  if (stepsOnDisk(model.dir).has(opts.step) || existsSync(finalDir))
+  if (hasCheckpoint(model, opts.step))
     throw new UsageError(`model "${model.id}" already has a checkpoint for step ${opts.step}`);
   const ggufPath = resolve(opts.ggufPath);
   if (!(await stat(ggufPath).catch(() => undefined))?.isFile())
     throw new UsageError(`not a file: ${opts.ggufPath}`);
 
   const format = opts.format ?? model.format;
-  const tempDir = join(model.dir, CHECKPOINTS_DIR, `.step-${opts.step}.partial-${process.pid}`);
-  await rm(tempDir, { recursive: true, force: true });
-  await mkdir(tempDir, { recursive: true });
-  try {
+  const dir = await installCheckpoint(model, opts.step, opts.metrics ?? {}, async (tempDir) => {
     const converter = opts.converter ?? (await loadConverter());
     // The conversion stamp records the source by content, as `convert` does.
     const size = (await stat(ggufPath)).size;
@@ -111,30 +120,85 @@ export async function addCheckpoint(opts: AddCheckpointOptions): Promise<Checkpo
       converter,
       progressStream: opts.progressStream,
     });
+  });
+  return readCheckpointOf(dir, format);
+}
+
+/**
+ * Builds a checkpoint in a hidden directory (`build` writes its model files), adds its
+ * checkpoint.json (a new UUID, the step, the metrics) and renames it into place as `step-<n>/`, so
+ * a scan never sees half of one; on failure nothing is left.
+ */
+export async function installCheckpoint(
+  model: ServedModel,
+  step: number,
+  metrics: Record<string, number>,
+  build: (tempDir: string) => Promise<void>,
+): Promise<string> {
+  const finalDir = join(model.dir, CHECKPOINTS_DIR, `step-${step}`);
+  const tempDir = join(model.dir, CHECKPOINTS_DIR, `.step-${step}.partial-${process.pid}`);
+  await rm(tempDir, { recursive: true, force: true });
+  await mkdir(tempDir, { recursive: true });
+  try {
+    await build(tempDir);
     const meta: Required<CheckpointMeta> = {
       id: randomUUID(),
-      step: opts.step,
-      metrics: opts.metrics ?? {},
+      step,
+      metrics,
       created: Math.floor(Date.now() / 1000),
     };
     await writeFile(join(tempDir, CHECKPOINT_META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
     // Checked again: another add of the same step may have finished meanwhile.
     if (existsSync(finalDir))
-      throw new UsageError(`model "${model.id}" already has a checkpoint for step ${opts.step}`);
+      throw new UsageError(`model "${model.id}" already has a checkpoint for step ${step}`);
     await rename(tempDir, finalDir);
-    return { ...meta, dir: finalDir, format };
+    return finalDir;
   } catch (err) {
     await rm(tempDir, { recursive: true, force: true });
     throw err;
   }
 }
 
-function parseStep(value: string | undefined): number {
-  if (value === undefined) throw new UsageError("--step is required");
+/** The checkpoint just installed in `dir`, as the registry would list it. */
+function readCheckpointOf(dir: string, format: ModelFormat): Checkpoint {
+  const meta = parseCheckpointMeta(JSON.parse(readFileSync(join(dir, CHECKPOINT_META_FILE), "utf8")));
+  return { id: meta.id, step: meta.step, metrics: meta.metrics, created: meta.created!, dir, format };
+}
+
+/** Whether the model has (or had, in a checkpoint.json of any validity) a checkpoint for `step`. */
+export function hasCheckpoint(model: ServedModel, step: number): boolean {
+  return stepsOnDisk(model.dir).has(step) || existsSync(join(model.dir, CHECKPOINTS_DIR, `step-${step}`));
+}
+
+export { servedModel };
+
+function parseStep(value: string | undefined, name = "--step"): number {
+  if (value === undefined) throw new UsageError(`${name} is required`);
   const step = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(step))
-    throw new UsageError(`--step must be an integer >= 0 (got "${value}")`);
+    throw new UsageError(`${name} must be an integer >= 0 (got "${value}")`);
   return step;
+}
+
+export interface RemoveCheckpointsResult {
+  removed: Checkpoint[];
+  notFound: number[];
+}
+
+/** Deletes a model's checkpoints of `steps` from disk (no server involved). */
+export function removeCheckpoints(
+  modelId: string,
+  steps: readonly number[],
+  dir?: string,
+): RemoveCheckpointsResult {
+  const registry = ModelRegistry.load(modelsDir(dir));
+  servedModel(registry, modelId);
+  const { removed, notFound } = registry.removeCheckpoints(modelId, steps);
+  for (const c of removed) {
+    markRemoved(c.dir);
+    deleteCheckpointDir(c.dir);
+  }
+  return { removed, notFound };
 }
 
 function parseMetrics(value: string | undefined): Record<string, number> {
@@ -200,6 +264,7 @@ export async function run(argv: string[]): Promise<void> {
       metrics: { type: "string" },
       format: { type: "string" },
       json: { type: "boolean" },
+      model: { type: "string" },
       "models-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -233,5 +298,38 @@ export async function run(argv: string[]): Promise<void> {
     listCommand(rest[0]!, values["models-dir"], values.json ?? false);
     return;
   }
-  throw new UsageError(sub === undefined ? "expected add or list" : `unknown subcommand "${sub}"`);
+  if (sub === "import") {
+    if (rest.length !== 1) throw new UsageError("import expects <run_dir>");
+    if (values.model === undefined) throw new UsageError("import needs --model <model_id>");
+    for (const name of ["step", "metrics", "json"] as const)
+      if (values[name] !== undefined) throw new UsageError(`--${name} does not apply to import`);
+    const { importTrainingRun } = await import("./checkpoint-import.ts");
+    const result = await importTrainingRun({
+      runDir: rest[0]!,
+      modelId: values.model,
+      format: values.format === undefined ? undefined : parseFormat(values.format, "q4"),
+      modelsDir: values["models-dir"],
+      log: (line) => process.stdout.write(`${line}\n`),
+    });
+    process.stdout.write(
+      `imported ${result.imported.length} checkpoint(s), ${result.skipped.length} already present; request them as "${values.model}:step<n>"\n`,
+    );
+    return;
+  }
+  if (sub === "remove") {
+    if (rest.length < 2) throw new UsageError("remove expects <model_id> and at least one step");
+    for (const name of ["step", "metrics", "format", "json"] as const)
+      if (values[name] !== undefined) throw new UsageError(`--${name} does not apply to remove`);
+    const steps = rest.slice(1).map((v) => parseStep(v, "a step"));
+    const { removed, notFound } = removeCheckpoints(rest[0]!, steps, values["models-dir"]);
+    for (const c of removed) process.stdout.write(`removed checkpoint ${c.id} (step ${c.step})\n`);
+    if (notFound.length > 0) {
+      process.stderr.write(`no checkpoint for step ${notFound.join(", ")}\n`);
+      process.exitCode = 1;
+    }
+    return;
+  }
+  throw new UsageError(
+    sub === undefined ? "expected add, list, import or remove" : `unknown subcommand "${sub}"`,
+  );
 }

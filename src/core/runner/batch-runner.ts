@@ -34,6 +34,8 @@ export interface ModelRunner {
   decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult>;
   /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
   prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
+  /** Frees the session; the runner is unusable afterwards. */
+  release(): Promise<void>;
 }
 
 export class BatchRunner implements ModelRunner {
@@ -44,6 +46,10 @@ export class BatchRunner implements ModelRunner {
   constructor(session: InferenceSession, kv: KvSlots) {
     this.session = session;
     this.kv = kv;
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
   }
 
   private async run(

@@ -1,5 +1,5 @@
 /** A request while the engine holds it, and a decoding row of the batch. */
-import type { EngineEvent, EngineRequest, PromptTokenLogprob } from "../types.ts";
+import type { EngineEvent, EngineRequest, PromptEcho, PromptTokenLogprob } from "../types.ts";
 import type { BeamGroup, BeamRow } from "./beam-group.ts";
 import type { Sequence } from "./sequence.ts";
 
@@ -20,6 +20,8 @@ export interface ActiveRequest {
   promptLogprobs: (PromptTokenLogprob | null)[];
   /** Raw logits rows of every prompt position, gathered when the request asks for them. */
   promptLogits: Float32Array[];
+  /** The prompt's text and token strings, for a request that echoes its prompt. */
+  echo?: PromptEcho;
   aborted: boolean;
   finishedChoices: number;
   /** Set for use_beam_search requests: their rows are BeamRows. */

@@ -17,6 +17,7 @@ import type { ActiveRequest, EventSink } from "./active-request.ts";
 import { BeamGroup } from "./beam-group.ts";
 import { checkAgainstConfig } from "./config-checks.ts";
 import type { TokenConstraint } from "./constrain.ts";
+import { promptEcho } from "./prompt-echo.ts";
 import { Sequence } from "./sequence.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
@@ -56,6 +57,7 @@ export function admit(
     aborted: false,
     finishedChoices: 0,
   };
+  if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx);
   else active.sequences = choices(active, ctx, constraints);

@@ -133,6 +133,15 @@ export class EngineCore {
     };
   }
 
+  /**
+   * Frees the model's session once the engine is idle (its last steps may still be dropping
+   * finished or aborted rows). Only for an engine no request will reach again.
+   */
+  async close(): Promise<void> {
+    while (this.looping || this.scheduler.hasWork()) await new Promise((r) => setImmediate(r));
+    await this.runner.release();
+  }
+
   private kick(): void {
     if (this.looping) return;
     this.looping = true;

@@ -33,6 +33,7 @@ export function emitPrompt(a: ActiveRequest, vocab: number): void {
     cachedTokens: a.cachedTokens,
     promptLogprobs: a.req.promptLogprobs !== undefined ? a.promptLogprobs : undefined,
     promptLogits,
+    echo: a.echo,
   });
   // Nothing to generate (scoring): the request ends with its prompt.
   if (a.maxTokens === 0) a.emit({ type: "done" });

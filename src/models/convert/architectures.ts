@@ -80,3 +80,34 @@ export function readHyperparameters(metadata: Map<string, GgufValue>): Hyperpara
     rmsEps: num(metadata, `${p}.attention.layer_norm_rms_epsilon`),
   };
 }
+
+/** Hyperparameters from a Hugging Face config.json (a training run's), by its model_type. */
+export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hyperparameters {
+  const arch = Object.values(ARCHITECTURES).find((a) => a.modelType === config.model_type);
+  if (!arch)
+    throw new Error(
+      `unsupported model_type ${JSON.stringify(config.model_type)}; supported: ${Object.values(ARCHITECTURES)
+        .map((a) => a.modelType)
+        .join(", ")}`,
+    );
+  const get = (key: string, fallback?: number): number => {
+    const v = config[key] ?? fallback;
+    if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`config.json lacks a numeric ${key}`);
+    return v;
+  };
+  const hidden = get("hidden_size");
+  const heads = get("num_attention_heads");
+  return {
+    arch,
+    layers: get("num_hidden_layers"),
+    hidden,
+    ffn: get("intermediate_size"),
+    heads,
+    kvHeads: get("num_key_value_heads", heads),
+    headDim: get("head_dim", hidden / heads),
+    vocab: get("vocab_size"),
+    contextLength: get("max_position_embeddings"),
+    ropeTheta: get("rope_theta", 10000),
+    rmsEps: get("rms_norm_eps"),
+  };
+}

@@ -7,9 +7,9 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:f
 import { join } from "node:path";
 import { openGguf } from "../gguf/reader.ts";
 import type { GgufValue } from "../gguf/types.ts";
-import { readHyperparameters } from "./architectures.ts";
-import { emitDecoderGraph } from "./decoder-graph.ts";
-import { GgufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
+import { type Hyperparameters, readHyperparameters } from "./architectures.ts";
+import { emitDecoderGraph, type WeightProvider } from "./decoder-graph.ts";
+import { ggufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
 import { buildGenerationConfig, buildModelConfig, onnxFileName, type SpecialTokenIds } from "./hf-config.ts";
 import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
@@ -24,7 +24,12 @@ export interface ConvertOptions {
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
-function writeJson(path: string, value: unknown): void {
+/** The weight formats a model directory holds. */
+export function convertedFormats(outDir: string): WeightFormat[] {
+  return (["q4", "fp32"] as const).filter((f) => existsSync(join(outDir, "onnx", onnxFileName(f))));
+}
+
+export function writeJson(path: string, value: unknown): void {
   writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
 }
 
@@ -49,35 +54,14 @@ export async function convertGguf(
     const hp = readHyperparameters(file.metadata);
     const tied = !file.tensor("output.weight");
     const ids = tokenIds(file.metadata);
-    const onnxDir = join(outDir, "onnx");
-    mkdirSync(onnxDir, { recursive: true });
-
     const modelName = onnxFileName(opts.format);
-    // Written under temporary names and renamed at the end, so an interrupted run leaves no half model.
-    const tmpModel = join(onnxDir, `.${modelName}.partial`);
-    const tmpData = join(onnxDir, `${modelName}_data.partial`);
-    const external = new ExternalDataFile(tmpData, `${modelName}_data`);
-    const graph = new GraphBuilder(external);
-    const total = hp.layers + 2;
-    opts.onProgress?.(0, total, "embeddings");
-    try {
-      emitDecoderGraph(graph, hp, new GgufWeightProvider(file, hp, opts.format), {
-        accuracyLevel: opts.accuracyLevel,
-        onLayer: (layer) => opts.onProgress?.(layer + 1, total, `layer ${layer + 1}/${hp.layers}`),
-      });
-    } finally {
-      external.close();
-    }
-    writeFileSync(tmpModel, graph.encode({ producerVersion: CONVERTER_VERSION }));
-    renameSync(tmpData, join(onnxDir, `${modelName}_data`));
-    renameSync(tmpModel, join(onnxDir, modelName));
+    const total = writeDecoderOnnx(outDir, hp, ggufWeightProvider(file, hp, opts.format), opts);
     opts.onProgress?.(total - 1, total, "tokenizer");
 
     const tokenizer = buildTokenizerFiles(file.metadata, { modelMaxLength: hp.contextLength });
     writeJson(join(outDir, "tokenizer.json"), tokenizer.tokenizerJson);
     writeJson(join(outDir, "tokenizer_config.json"), tokenizer.tokenizerConfigJson);
-    const formats = (["q4", "fp32"] as const).filter((f) => existsSync(join(onnxDir, onnxFileName(f))));
-    writeJson(join(outDir, "config.json"), buildModelConfig(hp, ids, tied, formats));
+    writeJson(join(outDir, "config.json"), buildModelConfig(hp, ids, tied, convertedFormats(outDir)));
     writeJson(join(outDir, "generation_config.json"), buildGenerationConfig(ids));
     opts.onProgress?.(total, total, "done");
     return {
@@ -90,10 +74,46 @@ export async function convertGguf(
         `onnx/${modelName}_data`,
       ].map((f) => join(outDir, f)),
     };
-  } catch (err) {
-    rmSync(join(outDir, "onnx", `.${onnxFileName(opts.format)}.partial`), { force: true });
-    throw err;
   } finally {
     file.close();
   }
+}
+
+/**
+ * The decoder graph and its external data into `<outDir>/onnx/`, written under temporary names and
+ * renamed at the end, so an interrupted run leaves no half model. Returns the progress total.
+ */
+export function writeDecoderOnnx(
+  outDir: string,
+  hp: Hyperparameters,
+  weights: WeightProvider,
+  opts: ConvertOptions,
+): number {
+  const onnxDir = join(outDir, "onnx");
+  mkdirSync(onnxDir, { recursive: true });
+  const modelName = onnxFileName(opts.format);
+  const tmpModel = join(onnxDir, `.${modelName}.partial`);
+  const tmpData = join(onnxDir, `${modelName}_data.partial`);
+  const total = hp.layers + 2;
+  try {
+    const external = new ExternalDataFile(tmpData, `${modelName}_data`);
+    const graph = new GraphBuilder(external);
+    opts.onProgress?.(0, total, "embeddings");
+    try {
+      emitDecoderGraph(graph, hp, weights, {
+        accuracyLevel: opts.accuracyLevel,
+        onLayer: (layer) => opts.onProgress?.(layer + 1, total, `layer ${layer + 1}/${hp.layers}`),
+      });
+    } finally {
+      external.close();
+    }
+    writeFileSync(tmpModel, graph.encode({ producerVersion: CONVERTER_VERSION }));
+    renameSync(tmpData, join(onnxDir, `${modelName}_data`));
+    renameSync(tmpModel, join(onnxDir, modelName));
+  } catch (err) {
+    rmSync(tmpModel, { force: true });
+    rmSync(tmpData, { force: true });
+    throw err;
+  }
+  return total;
 }

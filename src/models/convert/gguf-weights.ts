@@ -1,125 +1,87 @@
 /**
- * Reads llama-family weights out of a GGUF file in the form the decoder graph stores them: packed
- * MatMulNBits blocks (format "q4") or float rows (format "fp32").
+ * Llama-family weights out of a GGUF file: llama.cpp's tensor names, its quant blocks mapped onto
+ * MatMulNBits where they map exactly, and its Q/K row permutation undone.
  */
 import type { GgufFile } from "../gguf/reader.ts";
 import type { GgufTensorInfo } from "../gguf/types.ts";
 import type { Hyperparameters } from "./architectures.ts";
-import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
+import { type NBitsWeight, packNBits, unpermuteLlamaRows } from "./quantized-weights.ts";
 import {
-  concatNBits,
-  type NBitsWeight,
-  packNBits,
-  quantize8,
-  unpermuteLlamaRows,
-} from "./quantized-weights.ts";
+  TableWeightProvider,
+  type TensorNames,
+  type TensorSource,
+  type WeightFormat,
+} from "./table-weights.ts";
 
-export type WeightFormat = "q4" | "fp32";
+export type { WeightFormat };
 
-interface Rows {
-  info: GgufTensorInfo;
-  n: number;
-  k: number;
-}
+export const GGUF_TENSOR_NAMES: TensorNames = {
+  embedding: "token_embd.weight",
+  output: "output.weight",
+  outputNorm: "output_norm.weight",
+  q: (l) => `blk.${l}.attn_q.weight`,
+  k: (l) => `blk.${l}.attn_k.weight`,
+  v: (l) => `blk.${l}.attn_v.weight`,
+  attnOutput: (l) => `blk.${l}.attn_output.weight`,
+  gate: (l) => `blk.${l}.ffn_gate.weight`,
+  up: (l) => `blk.${l}.ffn_up.weight`,
+  down: (l) => `blk.${l}.ffn_down.weight`,
+  attnNorm: (l) => `blk.${l}.attn_norm.weight`,
+  ffnNorm: (l) => `blk.${l}.ffn_norm.weight`,
+};
 
-export class GgufWeightProvider implements WeightProvider {
+class GgufTensorSource implements TensorSource {
   private readonly file: GgufFile;
-  private readonly hp: Hyperparameters;
-  private readonly format: WeightFormat;
+  private readonly unpermuteQk: boolean;
 
-  constructor(file: GgufFile, hp: Hyperparameters, format: WeightFormat) {
+  constructor(file: GgufFile, unpermuteQk: boolean) {
     this.file = file;
-    this.hp = hp;
-    this.format = format;
+    this.unpermuteQk = unpermuteQk;
   }
 
-  private rows(name: string): Rows {
+  private info(name: string): GgufTensorInfo {
     const info = this.file.tensor(name);
     if (!info) throw new Error(`GGUF file lacks tensor ${name}`);
+    return info;
+  }
+
+  shape(name: string): { n: number; k: number } | undefined {
+    const info = this.file.tensor(name);
+    if (!info) return undefined;
     if (info.dims.length !== 2) throw new Error(`tensor ${name} has ${info.dims.length} dims, expected 2`);
-    return { info, k: info.dims[0]!, n: info.dims[1]! };
+    return { k: info.dims[0]!, n: info.dims[1]! };
   }
 
-  /** Raw rows, with the llama Q/K permutation undone when `heads` is given. */
-  private rawBytes(r: Rows, heads?: number): Uint8Array {
-    const bytes = this.file.readTensorBytes(r.info);
-    return heads && this.hp.arch.unpermuteQk ? unpermuteLlamaRows(bytes, r.n, heads) : bytes;
-  }
-
-  private floats(r: Rows, heads?: number): Float32Array {
-    const values = this.file.dequantize(r.info);
-    if (!(heads && this.hp.arch.unpermuteQk)) return values;
+  floats(name: string, heads?: number): Float32Array {
+    const values = this.file.dequantize(this.info(name));
+    if (!(heads && this.unpermuteQk)) return values;
     const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-    const moved = unpermuteLlamaRows(bytes, r.n, heads);
+    const moved = unpermuteLlamaRows(bytes, this.shape(name)!.n, heads);
     return new Float32Array(moved.buffer, moved.byteOffset, values.length);
   }
 
-  private nbits(r: Rows, heads?: number): NBitsWeight {
-    return packNBits(r.info.type, this.rawBytes(r, heads), r.n, r.k, () => this.floats(r, heads));
+  nbits(name: string, heads?: number): NBitsWeight {
+    const info = this.info(name);
+    const { n, k } = this.shape(name)!;
+    const raw = this.file.readTensorBytes(info);
+    const bytes = heads && this.unpermuteQk ? unpermuteLlamaRows(raw, n, heads) : raw;
+    return packNBits(info.type, bytes, n, k, () => this.floats(name, heads));
   }
 
-  /** Several GGUF tensors stacked along the output dimension. */
-  private stacked(parts: { name: string; heads?: number }[]): LinearWeight {
-    const rows = parts.map((p) => this.rows(p.name));
-    if (this.format === "q4") {
-      const packed = parts.map((p, i) => this.nbits(rows[i]!, p.heads));
-      return { kind: "nbits", weight: packed.length === 1 ? packed[0]! : concatNBits(packed) };
-    }
-    const floats = parts.map((p, i) => this.floats(rows[i]!, p.heads));
-    const values = new Float32Array(floats.reduce((s, f) => s + f.length, 0));
-    let at = 0;
-    for (const f of floats) {
-      values.set(f, at);
-      at += f.length;
-    }
-    return { kind: "f32", n: rows.reduce((s, r) => s + r.n, 0), k: rows[0]!.k, values };
+  vector(name: string): Float32Array {
+    return this.file.dequantize(this.info(name));
   }
+}
 
-  embedding(): LinearWeight {
-    const r = this.rows("token_embd.weight");
-    if (this.format === "fp32") return { kind: "f32", n: r.n, k: r.k, values: this.floats(r) };
-    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks only.
-    const packed = this.nbits(r);
-    const weight = packed.bits === 8 && !packed.offsets ? packed : quantize8(this.floats(r), r.n, r.k);
-    return { kind: "nbits", weight };
-  }
-
-  lmHead(): LinearWeight | undefined {
-    return this.file.tensor("output.weight") ? this.stacked([{ name: "output.weight" }]) : undefined;
-  }
-
-  qkv(layer: number): LinearWeight {
-    const b = `blk.${layer}`;
-    return this.stacked([
-      { name: `${b}.attn_q.weight`, heads: this.hp.heads },
-      { name: `${b}.attn_k.weight`, heads: this.hp.kvHeads },
-      { name: `${b}.attn_v.weight` },
-    ]);
-  }
-
-  attnOutput(layer: number): LinearWeight {
-    return this.stacked([{ name: `blk.${layer}.attn_output.weight` }]);
-  }
-
-  gateUp(layer: number): LinearWeight {
-    return this.stacked([{ name: `blk.${layer}.ffn_gate.weight` }, { name: `blk.${layer}.ffn_up.weight` }]);
-  }
-
-  down(layer: number): LinearWeight {
-    return this.stacked([{ name: `blk.${layer}.ffn_down.weight` }]);
-  }
-
-  private vector(name: string): Float32Array {
-    const info = this.file.tensor(name);
-    if (!info) throw new Error(`GGUF file lacks tensor ${name}`);
-    return this.file.dequantize(info);
-  }
-
-  norm(which: "attn" | "ffn", layer: number): Float32Array {
-    return this.vector(`blk.${layer}.${which}_norm.weight`);
-  }
-
-  outputNorm(): Float32Array {
-    return this.vector("output_norm.weight");
-  }
+export function ggufWeightProvider(
+  file: GgufFile,
+  hp: Hyperparameters,
+  format: WeightFormat,
+): TableWeightProvider {
+  return new TableWeightProvider(
+    new GgufTensorSource(file, hp.arch.unpermuteQk),
+    GGUF_TENSOR_NAMES,
+    hp,
+    format,
+  );
 }

@@ -3,7 +3,7 @@
  * whose metadata is wrong, or conflicts with another's, is skipped with a warning: one bad
  * directory must never take the server down, nor make a name point at the wrong weights.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelFormat } from "../fetch/model-meta.ts";
 import { isDirectoryEntry } from "./dir-entry.ts";
@@ -12,6 +12,8 @@ import { availableFormats, pickFormat } from "./weights.ts";
 
 export const CHECKPOINTS_DIR = "checkpoints";
 export const CHECKPOINT_META_FILE = "checkpoint.json";
+/** What checkpoint.json is renamed to when the checkpoint is removed (checkpoint-removal.ts). */
+export const REMOVED_META_FILE = "checkpoint.removed.json";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -114,6 +116,8 @@ export function scanCheckpoints(
   const parsed: Checkpoint[] = [];
   for (const name of names) {
     const dir = join(root, name);
+    // Removed (checkpoint-removal.ts) but not yet deleted: gone for good, without a warning.
+    if (existsSync(join(dir, REMOVED_META_FILE)) && !existsSync(join(dir, CHECKPOINT_META_FILE))) continue;
     try {
       parsed.push(readCheckpoint(dir, preferred));
     } catch (err) {

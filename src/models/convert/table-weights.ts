@@ -1,0 +1,125 @@
+/**
+ * The decoder graph's weights from any tensor source, by a table of tensor names: GGUF files
+ * (gguf-weights.ts) and Hugging Face safetensors (safetensors-weights.ts) differ only in their
+ * source and their names, so stacking (QKV, gate/up), packing and the embedding rule live here once.
+ */
+import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
+import { concatNBits, type NBitsWeight, quantize8 } from "./quantized-weights.ts";
+
+export type WeightFormat = "q4" | "fp32";
+
+/** Where tensors come from. `heads`: Q/K rows, to be returned in half-rotation RoPE order. */
+export interface TensorSource {
+  /** n output rows by k inputs of a 2-D weight; undefined when the source lacks it. */
+  shape(name: string): { n: number; k: number } | undefined;
+  floats(name: string, heads?: number): Float32Array;
+  /** Packed MatMulNBits blocks (4-bit where the source allows, else 8-bit). */
+  nbits(name: string, heads?: number): NBitsWeight;
+  /** A 1-D tensor (norm weights). */
+  vector(name: string): Float32Array;
+}
+
+/** Tensor names of one naming scheme. */
+export interface TensorNames {
+  embedding: string;
+  /** The output projection, absent when tied to the embedding. */
+  output: string;
+  outputNorm: string;
+  q(layer: number): string;
+  k(layer: number): string;
+  v(layer: number): string;
+  attnOutput(layer: number): string;
+  gate(layer: number): string;
+  up(layer: number): string;
+  down(layer: number): string;
+  attnNorm(layer: number): string;
+  ffnNorm(layer: number): string;
+}
+
+export class TableWeightProvider implements WeightProvider {
+  private readonly source: TensorSource;
+  private readonly names: TensorNames;
+  private readonly format: WeightFormat;
+  private readonly heads: number;
+  private readonly kvHeads: number;
+
+  constructor(
+    source: TensorSource,
+    names: TensorNames,
+    hp: { heads: number; kvHeads: number },
+    format: WeightFormat,
+  ) {
+    this.source = source;
+    this.names = names;
+    this.format = format;
+    this.heads = hp.heads;
+    this.kvHeads = hp.kvHeads;
+  }
+
+  private shape(name: string): { n: number; k: number } {
+    const s = this.source.shape(name);
+    if (!s) throw new Error(`the weights lack tensor ${name}`);
+    return s;
+  }
+
+  /** Several tensors stacked along the output dimension. */
+  private stacked(parts: { name: string; heads?: number }[]): LinearWeight {
+    const shapes = parts.map((p) => this.shape(p.name));
+    if (this.format === "q4") {
+      const packed = parts.map((p) => this.source.nbits(p.name, p.heads));
+      return { kind: "nbits", weight: packed.length === 1 ? packed[0]! : concatNBits(packed) };
+    }
+    const floats = parts.map((p) => this.source.floats(p.name, p.heads));
+    const values = new Float32Array(floats.reduce((s, f) => s + f.length, 0));
+    let at = 0;
+    for (const f of floats) {
+      values.set(f, at);
+      at += f.length;
+    }
+    return { kind: "f32", n: shapes.reduce((s, r) => s + r.n, 0), k: shapes[0]!.k, values };
+  }
+
+  embedding(): LinearWeight {
+    const name = this.names.embedding;
+    const r = this.shape(name);
+    if (this.format === "fp32") return { kind: "f32", n: r.n, k: r.k, values: this.source.floats(name) };
+    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks only.
+    const packed = this.source.nbits(name);
+    const weight =
+      packed.bits === 8 && !packed.offsets ? packed : quantize8(this.source.floats(name), r.n, r.k);
+    return { kind: "nbits", weight };
+  }
+
+  lmHead(): LinearWeight | undefined {
+    return this.source.shape(this.names.output) ? this.stacked([{ name: this.names.output }]) : undefined;
+  }
+
+  qkv(layer: number): LinearWeight {
+    const n = this.names;
+    return this.stacked([
+      { name: n.q(layer), heads: this.heads },
+      { name: n.k(layer), heads: this.kvHeads },
+      { name: n.v(layer) },
+    ]);
+  }
+
+  attnOutput(layer: number): LinearWeight {
+    return this.stacked([{ name: this.names.attnOutput(layer) }]);
+  }
+
+  gateUp(layer: number): LinearWeight {
+    return this.stacked([{ name: this.names.gate(layer) }, { name: this.names.up(layer) }]);
+  }
+
+  down(layer: number): LinearWeight {
+    return this.stacked([{ name: this.names.down(layer) }]);
+  }
+
+  norm(which: "attn" | "ffn", layer: number): Float32Array {
+    return this.source.vector(which === "attn" ? this.names.attnNorm(layer) : this.names.ffnNorm(layer));
+  }
+
+  outputNorm(): Float32Array {
+    return this.source.vector(this.names.outputNorm);
+  }
+}
