@@ -53,7 +53,10 @@ export async function evaluateItem(
   const context =
     "text" in item.prompt
       ? { text: item.prompt.text, addSpecialTokens: true }
-      : ((await engine.prompt(engine.model(model), item.prompt)) as { text: string; addSpecialTokens: boolean });
+      : ((await engine.prompt(engine.model(model), item.prompt)) as {
+          text: string;
+          addSpecialTokens: boolean;
+        });
   const gap = "text" in item.prompt ? " " : "";
   const loglikelihoods: number[] = [];
   for (const choice of item.choices)

@@ -326,7 +326,10 @@ function toParsed(r: WireRequest): ChatCompletionRequest {
 export function sharedParsed<W extends SharedWire>(
   r: W,
 ): Omit<W, "model" | "seed" | "truncate_prompt_tokens" | "response_format" | "structured_outputs"> &
-  Pick<ChatCompletionRequest, "model" | "seed" | "truncate_prompt_tokens" | "constraint" | "constraint_field"> {
+  Pick<
+    ChatCompletionRequest,
+    "model" | "seed" | "truncate_prompt_tokens" | "constraint" | "constraint_field"
+  > {
   const {
     model,
     seed,

@@ -59,7 +59,8 @@ export class EngineRun {
     const onClientGone = () => stop.abort();
     const deadline = timeoutMs > 0 ? setTimeout(() => stop.abort(), timeoutMs) : undefined;
     let timedOut = false;
-    if (deadline) stop.signal.addEventListener("abort", () => (timedOut = !this.signal.aborted), { once: true });
+    if (deadline)
+      stop.signal.addEventListener("abort", () => (timedOut = !this.signal.aborted), { once: true });
     this.signal.addEventListener("abort", onClientGone, { once: true });
     try {
       // The pool aborts on the signal's event, which an already aborted signal never fires.
