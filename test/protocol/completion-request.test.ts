@@ -71,7 +71,8 @@ describe("parseCompletionRequest", () => {
     expect400(() => parse({ stream_options: { include_usage: true } }), "stream_options");
     expect400(() => parse({ min_tokens: 20 }), "min_tokens");
     expect400(() => parse({ stream: true, prompt_logprobs: 1 }), "prompt_logprobs");
-    expect400(() => parse({ structured_outputs: { regex: "a" } }), "structured_outputs");
+    expect(parse({ structured_outputs: { regex: "a" } }).constraint_field).toBe("structured_outputs");
+    expect400(() => parse({ structured_outputs: { regex: "a", choice: ["b"] } }), "structured_outputs");
     expect400(() => parseCompletionRequest({ prompt: "x" }), "model", "missing_required_parameter");
   });
 
