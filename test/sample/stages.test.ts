@@ -260,12 +260,13 @@ describe("edge cases", () => {
     expect(r).toEqual(copy);
   });
 
-  it("falls back to the model's favourite when every token is excluded", () => {
-    const r = row([1, 3, 2]);
+  it("when every token is excluded, the structured-output mask wins: its best allowed token", () => {
+    const r = row([1, 3, 2, 0]);
+    // The mask allows 0 and 3, allowed_token_ids only 2: the mask's favourite, 0, never the model's 1.
     expect(
-      new SequenceSampler(params({ allowedTokenIds: [2] }), 3, []).sample(r, [], new Uint32Array([0b1]))
+      new SequenceSampler(params({ allowedTokenIds: [2] }), 4, []).sample(r, [], new Uint32Array([0b1001]))
         .tokenId,
-    ).toBe(1);
+    ).toBe(0);
   });
 
   it("rejects out-of-range parameters and ids", () => {
