@@ -24,6 +24,9 @@ const commands: Record<string, () => Promise<Command>> = {
   usage: () => import("./commands/usage.ts"),
 };
 
+/** Other spellings of a command (not listed in the help). */
+const aliases: Record<string, string> = { checkpoints: "checkpoint" };
+
 const MIN_NODE_MAJOR = 22;
 
 async function mainHelp(): Promise<string> {
@@ -43,7 +46,8 @@ async function main(argv: string[]): Promise<number> {
     );
     return 1;
   }
-  const [name, ...rest] = argv;
+  const [given, ...rest] = argv;
+  const name = given === undefined ? undefined : (aliases[given] ?? given);
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
     const help = await mainHelp();
     if (name === undefined) {
