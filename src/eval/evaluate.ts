@@ -1,9 +1,12 @@
 /**
  * One item of an evaluation on one model or checkpoint, through the in-process Engine: greedy
- * generation scored by exact_match and contains, or multiple choice by log-likelihood.
+ * generation scored by exact_match and contains, or by json_valid against a schema (optionally
+ * generated with the schema enforced), or multiple choice by log-likelihood.
  */
-import type { Engine } from "../engine/engine.ts";
-import type { EvalItem } from "./dataset.ts";
+import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
+import type { FinishReason } from "../core/types.ts";
+import type { Engine, GeneratedChoice } from "../engine/engine.ts";
+import { type EvalItem, schemaConstraint } from "./dataset.ts";
 import { continuationLoglikelihood, type Encode } from "./loglikelihood.ts";
 
 export interface ItemResult {
@@ -11,18 +14,40 @@ export interface ItemResult {
   exact_match?: number;
   contains?: number;
   mc_accuracy?: number;
-  /** The generated text (answer items). */
+  json_valid?: number;
+  /** The generated text (answer and schema items). */
   output?: string;
+  /** Why generation ended (schema items). */
+  finish_reason?: FinishReason;
   /** Each choice's log-likelihood (choice items). */
   loglikelihoods?: number[];
 }
 
-export const METRICS = ["exact_match", "contains", "mc_accuracy"] as const;
+export const METRICS = ["exact_match", "contains", "mc_accuracy", "json_valid"] as const;
 export type MetricName = (typeof METRICS)[number];
 
 export interface EvalSettings {
   /** Most tokens generated per answer item. */
   maxTokens: number;
+}
+
+async function greedy(
+  engine: Engine,
+  model: string,
+  item: EvalItem,
+  settings: EvalSettings,
+  constraint?: StructuredConstraint,
+): Promise<GeneratedChoice> {
+  const out = await engine.generate({
+    model,
+    prompt: item.prompt,
+    params: {
+      maxTokens: settings.maxTokens,
+      sampling: { temperature: 0 },
+      ...(constraint ? { constraint } : {}),
+    },
+  });
+  return out.choices[0]!;
 }
 
 export async function evaluateItem(
@@ -32,13 +57,25 @@ export async function evaluateItem(
   item: EvalItem,
   settings: EvalSettings,
 ): Promise<ItemResult> {
-  if (item.kind === "answer") {
-    const out = await engine.generate({
+  if (item.kind === "json") {
+    const { text: output, finishReason } = await greedy(
+      engine,
       model,
-      prompt: item.prompt,
-      params: { maxTokens: settings.maxTokens, sampling: { temperature: 0 } },
-    });
-    const output = out.choices[0]!.text;
+      item,
+      settings,
+      item.constrained ? schemaConstraint(item.schema) : undefined,
+    );
+    // A constrained output cut by max_tokens is an unfinished structure: invalid, whatever its prefix.
+    const finished = !item.constrained || finishReason === "stop";
+    return {
+      item: item.index,
+      json_valid: finished && item.validate(output) ? 1 : 0,
+      output,
+      finish_reason: finishReason,
+    };
+  }
+  if (item.kind === "answer") {
+    const output = (await greedy(engine, model, item, settings)).text;
     const got = output.trim();
     const want = item.answer.trim();
     return {

@@ -11,6 +11,7 @@ import { addCheckpoint } from "../../src/cli/commands/checkpoint.ts";
 import { evaluateCheckpoints } from "../../src/cli/commands/eval.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { parseDataset } from "../../src/eval/dataset.ts";
+import { jsonSchemaValidator } from "../../src/eval/json-valid.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
 import { buildSyntheticModel, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 
@@ -51,7 +52,7 @@ describe("parseDataset", () => {
         '{"prompt": "x", "choices": ["a", "b", "c"], "answer": 0}',
       ].join("\n"),
     );
-    expect(items.map((i) => [i.index, i.kind, i.kind === "choices" ? i.answer : i.answer])).toEqual([
+    expect(items.map((i) => [i.index, i.kind, i.kind === "json" ? i.schema : i.answer])).toEqual([
       [0, "answer", "4"],
       [1, "choices", 1],
       [2, "choices", 0],
@@ -64,6 +65,65 @@ describe("parseDataset", () => {
     expect(() => parseDataset('{"prompt": "a", "messages": [], "answer": "b"}')).toThrow(/exactly one/);
     expect(() => parseDataset('{"prompt": "a", "answer": "b", "extra": 1}')).toThrow(/unknown field/);
     expect(() => parseDataset("\n")).toThrow(/no items/);
+  });
+
+  it("reads schema items: constrained per item, else the caller's default", () => {
+    const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] };
+    const text = [
+      JSON.stringify({ prompt: "a", schema }),
+      JSON.stringify({ prompt: "b", schema, constrained: true }),
+      JSON.stringify({ prompt: "c", schema, constrained: false }),
+    ].join("\n");
+    const flags = (items: ReturnType<typeof parseDataset>) =>
+      items.map((i) => (i.kind === "json" ? i.constrained : undefined));
+    expect(flags(parseDataset(text))).toEqual([false, true, false]);
+    expect(flags(parseDataset(text, { constrained: true }))).toEqual([true, true, false]);
+  });
+
+  it("names the line of a bad schema item", () => {
+    expect(() => parseDataset('{"prompt": "a", "schema": {"type": "nonsense"}}')).toThrow(/^line 1: schema:/);
+    expect(() => parseDataset('{"prompt": "a", "schema": {}, "answer": "x"}')).toThrow(
+      /no answer or choices/,
+    );
+    expect(() => parseDataset('{"prompt": "a", "constrained": true}')).toThrow(/needs a schema/);
+    expect(() => parseDataset('{"prompt": "a", "schema": {}, "constrained": 1}')).toThrow(/true or false/);
+    // A keyword the structured-output backend cannot enforce is refused only when enforced.
+    const unsupported = JSON.stringify({ prompt: "a", schema: { type: "integer", multipleOf: 3 } });
+    expect(parseDataset(unsupported)).toHaveLength(1);
+    expect(() => parseDataset(unsupported, { constrained: true })).toThrow(
+      /^line 1: schema cannot be enforced/,
+    );
+  });
+});
+
+describe("jsonSchemaValidator", () => {
+  const validate = jsonSchemaValidator({
+    type: "object",
+    properties: { name: { type: "string" }, when: { type: "string", format: "date" } },
+    required: ["name"],
+    additionalProperties: false,
+  });
+
+  it("accepts JSON that satisfies the schema, whitespace around it included", () => {
+    expect(validate('{"name": "Ann"}')).toBe(true);
+    expect(validate('\n  {"name":"Ann","when":"2024-02-29"}\n')).toBe(true);
+  });
+
+  it("rejects what does not parse or does not validate, formats included", () => {
+    expect(validate('{"name": "Ann"')).toBe(false);
+    expect(validate('```json\n{"name": "Ann"}\n```')).toBe(false);
+    expect(validate('{"name": "Ann"} and more')).toBe(false);
+    expect(validate("")).toBe(false);
+    expect(validate('{"name": 3}')).toBe(false);
+    expect(validate("{}")).toBe(false);
+    expect(validate('{"name": "Ann", "age": 3}')).toBe(false);
+    expect(validate('{"name": "Ann", "when": "2023-02-29"}')).toBe(false);
+  });
+
+  it("compiles schemas sharing an $id independently", () => {
+    const a = jsonSchemaValidator({ $id: "https://example.com/s", type: "integer" });
+    const b = jsonSchemaValidator({ $id: "https://example.com/s", type: "string" });
+    expect([a("1"), a('"x"'), b("1"), b('"x"')]).toEqual([true, false, false, true]);
   });
 });
 

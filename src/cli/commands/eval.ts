@@ -17,7 +17,10 @@ export const usage = `Usage: ortserve eval --model <model_id> --data <file.jsonl
 Each line of the dataset is an item: {"prompt": "..."} or {"messages": [...]}, with
 {"answer": "..."} (scored by exact_match and contains on the greedy output) or
 {"choices": [...], "answer": <index or text>} (mc_accuracy: the choice with the highest
-log-likelihood). Each checkpoint's means are written into its checkpoint.json as
+log-likelihood), or {"schema": {...}} (json_valid: the greedy output parses as JSON and
+validates against that JSON Schema; with "constrained": true, or --constrained, it is
+generated with the schema enforced, and an output cut by --max-tokens counts as invalid).
+Each checkpoint's means are written into its checkpoint.json as
 "<dataset>/<metric>" (a running server shows them after a restart); the report goes to
 <out>/report.md and <out>/metrics.svg, per-item results to <out>/<dataset>-<hash>.jsonl,
 from which an interrupted run resumes.
@@ -28,6 +31,8 @@ Options:
   --checkpoints <which>    all, latest, or steps such as 100,200 (default: ${DEFAULTS.checkpoints};
                            a model without checkpoints is evaluated on its own weights)
   --max-tokens <n>         most tokens generated per answer item (default: ${DEFAULTS.maxTokens})
+  --constrained            generate schema items with their schema enforced, unless an item
+                           says "constrained": false
   --concurrency <n>        items in flight at once; the engine batches them (default: ${DEFAULTS.concurrency})
   --out <dir>              report directory (default: eval-<model_id>)
   --models-dir <dir>       models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
@@ -43,6 +48,7 @@ export async function run(argv: string[]): Promise<void> {
       checkpoints: { type: "string" },
       "max-tokens": { type: "string" },
       concurrency: { type: "string" },
+      constrained: { type: "boolean" },
       out: { type: "string" },
       "models-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -58,7 +64,7 @@ export async function run(argv: string[]): Promise<void> {
   const { parseDataset } = await import("../../eval/dataset.ts");
   let items: ReturnType<typeof parseDataset>;
   try {
-    items = parseDataset(text);
+    items = parseDataset(text, { constrained: values.constrained });
   } catch (err) {
     throw new UsageError(`${values.data}: ${(err as Error).message}`);
   }
@@ -66,7 +72,11 @@ export async function run(argv: string[]): Promise<void> {
     modelId: values.model,
     items,
     datasetName: basename(values.data, extname(values.data)),
-    datasetHash: createHash("sha256").update(text).digest("hex").slice(0, 12),
+    // --constrained changes what schema items generate: its results are kept apart.
+    datasetHash: createHash("sha256")
+      .update(values.constrained ? `${text}\0constrained` : text)
+      .digest("hex")
+      .slice(0, 12),
     checkpoints: values.checkpoints ?? DEFAULTS.checkpoints,
     maxTokens: parsePositiveInt("--max-tokens", values["max-tokens"], DEFAULTS.maxTokens),
     concurrency: parsePositiveInt("--concurrency", values.concurrency, DEFAULTS.concurrency),
