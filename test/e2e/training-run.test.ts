@@ -1,7 +1,7 @@
 /**
  * The offline-evaluation flow end to end, as a user runs it: `ortserve checkpoint import` of a
- * synthetic Hugging Face training run, `ortserve eval` of every checkpoint, then `ortserve serve`
- * and the checkpoint listing read with the official `openai` client — the training metrics and the
+ * synthetic Hugging Face training run, `ortserve eval --constrained` of every checkpoint (json_valid
+ * with the schema enforced among its metrics), then `ortserve serve` and the checkpoint listing read with the official `openai` client — the training metrics and the
  * evaluation's side by side — plus the report's chart.
  */
 import { execFileSync } from "node:child_process";
@@ -54,6 +54,7 @@ describe("import a training run, evaluate every checkpoint, list the metrics", (
         { prompt: "the cat", answer: "the" },
         { prompt: "the", choices: ["he", "at", "in"], answer: 1 },
         { messages: [{ role: "user", content: "hi" }], choices: ["a", "the"], answer: "the" },
+        { prompt: "pick", schema: { enum: ["a", "b"] } },
       ]
         .map((x) => JSON.stringify(x))
         .join("\n"),
@@ -84,12 +85,13 @@ describe("import a training run, evaluate every checkpoint, list the metrics", (
       join(root, "set.jsonl"),
       "--out",
       join(root, "report"),
+      "--constrained",
       "--max-tokens",
-      "4",
+      "6",
       "--models-dir",
       models,
     );
-    for (const step of STEPS) expect(evaluated).toContain(`| ${step} | tiny:step${step} | 3 |`);
+    for (const step of STEPS) expect(evaluated).toContain(`| ${step} | tiny:step${step} | 4 |`);
     expect(readFileSync(join(root, "report", "metrics.svg"), "utf8")).toMatch(/^<svg[\s\S]*exact_match/);
     expect(existsSync(join(root, "report", "report.md"))).toBe(true);
 
@@ -103,6 +105,8 @@ describe("import a training run, evaluate every checkpoint, list the metrics", (
       );
       expect(c.metrics["set/mc_accuracy"]).toBeGreaterThanOrEqual(0);
       expect(c.metrics["set/mc_accuracy"]).toBeLessThanOrEqual(1);
+      // The schema is enforced (--constrained): even a random model's output validates.
+      expect(c.metrics["set/json_valid"]).toBe(1);
     }
     expect(listing.data[0]!.metrics.eval_loss).toBe(2.75);
     // The imported checkpoints serve.
