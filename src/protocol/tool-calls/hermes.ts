@@ -6,8 +6,9 @@
  * A block becomes a call only when it closes, its body is a JSON object, its name is one of the
  * request's tools and its arguments are an object; anything else (an unclosed tag, bad JSON, an
  * unknown name) stays in the content as the model wrote it. Text that may be the start of a tag
- * is held back until it is known not to be one, and whitespace is held until non-whitespace
- * follows, so the whitespace that separates calls never becomes content of its own.
+ * is held back until it is known not to be one, and trailing whitespace until non-whitespace
+ * follows, so whitespace around calls never becomes content (without calls, the text is returned
+ * exactly as written).
  */
 import { TOOL_CALL_BEGIN, TOOL_CALL_END } from "./tool-choice.ts";
 import type { ParsedToolCall, ToolCallOutput, ToolCallStreamParser, ToolParserOptions } from "./types.ts";
@@ -17,7 +18,7 @@ export class HermesToolCallParser implements ToolCallStreamParser {
   /** Text received but not yet given out (a possible tag start, or a call body). */
   private buffer = "";
   private inCall = false;
-  /** Whitespace-only content waiting for non-whitespace (dropped at the end when calls were made). */
+  /** Trailing whitespace waiting for more content (dropped at the end when calls were made). */
   private pendingSpace = "";
   private calls = 0;
 
@@ -71,15 +72,13 @@ export class HermesToolCallParser implements ToolCallStreamParser {
     return out;
   }
 
+  /** Trailing whitespace waits: before a call it is a separator, otherwise it goes out later. */
   private content(out: ToolCallOutput[], text: string): void {
     if (text === "") return;
     const joined = this.pendingSpace + text;
-    if (joined.trim() === "") {
-      this.pendingSpace = joined;
-      return;
-    }
-    this.pendingSpace = "";
-    out.push({ content: joined });
+    const body = joined.trimEnd();
+    this.pendingSpace = joined.slice(body.length);
+    if (body !== "") out.push({ content: body });
   }
 
   private readCall(body: string): ParsedToolCall | undefined {
