@@ -4,16 +4,14 @@
  * vocabulary), and what the forced output is, the Hermes parser reads back as calls.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { loadTransformersTokenizer } from "../../../src/core/runner/tokenizer.ts";
 import { checkSupported } from "../../../src/core/structured/check-constraint.ts";
 import type { StructuredConstraint } from "../../../src/core/structured/constraint-spec.ts";
-import { GrammarBackend } from "../../../src/core/structured/grammar-backend.ts";
-import { readGrammarVocabulary } from "../../../src/core/structured/vocabulary.ts";
 import type { Tool } from "../../../src/protocol/request-fields.ts";
 import { HermesToolCallParser } from "../../../src/protocol/tool-calls/hermes.ts";
 import { parseToolCalls } from "../../../src/protocol/tool-calls/parsers.ts";
 import { toolCallConstraint } from "../../../src/protocol/tool-calls/tool-choice.ts";
-import { hasModel, MODEL_DIR } from "../../runner/model-fixture.ts";
+import { hasModel } from "../../runner/model-fixture.ts";
+import { type GrammarDriver, grammarDriver } from "../../structured/grammar-driver.ts";
 import { expect400, parse } from "../helpers.ts";
 
 const tool = (name: string, parameters?: Record<string, unknown>): Tool => ({
@@ -65,33 +63,14 @@ describe("tool_choice parsing", () => {
   });
 });
 
-const VOCAB = 49152;
-const EOS = 2;
-
 describe.skipIf(!hasModel("q4"))("the forced call's grammar on SmolLM2's vocabulary", () => {
-  let backend: GrammarBackend;
-  let encode: (text: string) => number[];
+  let driver: GrammarDriver;
   beforeAll(async () => {
-    backend = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]));
-    const tok = await loadTransformersTokenizer(MODEL_DIR);
-    encode = (text) => tok.encode(text, { add_special_tokens: false });
+    driver = await grammarDriver();
   });
-
   /** True when the grammar takes every token of the text and may end there. */
-  async function accepts(c: StructuredConstraint, text: string): Promise<boolean> {
-    const [m] = await backend.constraints(c, 1);
-    const mask = new Uint32Array(VOCAB / 32);
-    const allowed = (id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
-    for (const id of encode(text)) {
-      mask.fill(0);
-      await m!.fillMask(mask);
-      if (!allowed(id)) return false;
-      m!.accept(id);
-    }
-    mask.fill(0);
-    await m!.fillMask(mask);
-    return allowed(EOS);
-  }
+  const accepts = async (c: StructuredConstraint, text: string) =>
+    (await driver.drive(c, text)) === "accepted";
 
   const call = (name: string, args: string) =>
     `<tool_call>\n{"name": "${name}", "arguments": ${args}}\n</tool_call>`;
