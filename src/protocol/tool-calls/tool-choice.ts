@@ -77,6 +77,15 @@ export function toolCallConstraint(
   if (forced.length === 0) return undefined;
   const tags = forced.map((tool) => {
     const parameters = parametersOf(tool);
+    // A call's arguments are an object: a schema that allows anything else could force output
+    // the parser would not read as a call.
+    if (parameters.type !== "object") {
+      const index = tools!.indexOf(tool);
+      throw invalidRequest(
+        `tools[${index}] ("${tool.function.name}"): a forced call needs parameters with "type": "object".`,
+        `tools[${index}].function.parameters`,
+      );
+    }
     try {
       checkJsonSchema(parameters);
     } catch (err) {

@@ -58,6 +58,8 @@ describe("tool_choice parsing", () => {
       "tools[1].function.parameters",
     );
     expect(e.message).toMatch(/"f".*patternProperties/);
+    const any = tool("g", {});
+    expect400(() => parse({ tools: wire([any]), tool_choice: "required" }), "tools[0].function.parameters");
     // Under auto nothing is constrained, so nothing needs enforcing.
     expect(parse({ tools: wire([ping, bad]), tool_choice: "auto" }).constraint).toBeUndefined();
   });
