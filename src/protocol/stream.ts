@@ -23,7 +23,7 @@ import {
   unixSeconds,
   usage,
 } from "./output-parts.ts";
-import { type ToolCallDelta, toolCallDeltas, toolCallParser } from "./tool-calls/parsers.ts";
+import { type ToolCallDelta, toolCallDeltas, toolCallHeader, toolCallParser } from "./tool-calls/parsers.ts";
 import type { ToolCallOutput, ToolCallStreamParser } from "./tool-calls/types.ts";
 
 export interface ChatCompletionChunkChoice {
@@ -66,6 +66,8 @@ export class ChatCompletionStreamer {
   private readonly tokens: number[];
   /** Per choice, when tool calls are parsed from the output (tool_choice other than "none"). */
   private readonly toolParsers: (ToolCallStreamParser | undefined)[];
+  /** Per choice, the tool calls started so far (the next call's index). */
+  private readonly toolCalls: number[];
   private promptTokens = 0;
   private cachedTokens = 0;
   private sentAny = false;
@@ -81,7 +83,8 @@ export class ChatCompletionStreamer {
     // vLLM sends per-chunk usage only when the final usage was asked for too.
     this.continuousUsage = this.includeUsage && (req.stream_options?.continuous_usage_stats ?? false);
     this.tokens = new Array<number>(req.n).fill(0);
-    this.toolParsers = Array.from({ length: req.n }, () => toolCallParser(req, ctx.toolParser));
+    this.toolParsers = Array.from({ length: req.n }, () => toolCallParser(req, ctx.toolParser, true));
+    this.toolCalls = new Array<number>(req.n).fill(0);
   }
 
   /** True after the last frame (usage chunk or error): the caller then writes [DONE]. */
@@ -173,10 +176,16 @@ export class ChatCompletionStreamer {
   /** The tool parser's output as deltas: content, or a call's header and then its arguments. */
   private toolDeltas(choice: number, outputs: ToolCallOutput[]): ChunkDelta[] {
     const deltas: ChunkDelta[] = [];
-    let index = this.toolParsers[choice]!.callCount - outputs.filter((o) => o.call).length;
     for (const o of outputs) {
-      if (o.call) for (const d of toolCallDeltas(index++, o.call)) deltas.push({ tool_calls: [d] });
-      else deltas.push({ content: o.content });
+      if (o.kind === "content") deltas.push({ content: o.content });
+      else if (o.kind === "call")
+        for (const d of toolCallDeltas(this.toolCalls[choice]!++, o.call)) deltas.push({ tool_calls: [d] });
+      else if (o.kind === "start")
+        deltas.push({ tool_calls: [toolCallHeader(this.toolCalls[choice]!++, o.name)] });
+      else
+        deltas.push({
+          tool_calls: [{ index: this.toolCalls[choice]! - 1, function: { arguments: o.arguments } }],
+        });
     }
     return deltas;
   }

@@ -140,7 +140,7 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
     expect(finished).toBeGreaterThan(0);
   });
 
-  it("streaming: the deltas reassemble to the same call as the full response (same seed)", async () => {
+  it("streaming: a header delta, then argument pieces that reassemble to the full response's call (same seed)", async () => {
     const params = {
       model: MODEL,
       messages,
@@ -156,6 +156,7 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
     const calls: { id?: string; name?: string; arguments: string }[] = [];
     let content = "";
     let finish: string | null = null;
+    let argumentPieces = 0;
     for await (const chunk of stream) {
       const choice = chunk.choices[0];
       if (!choice) continue;
@@ -165,6 +166,7 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
         const call = calls[d.index]!;
         if (d.id) call.id = d.id;
         if (d.function?.name) call.name = d.function.name;
+        if (d.function?.arguments) argumentPieces++;
         call.arguments += d.function?.arguments ?? "";
       }
       finish = choice.finish_reason ?? finish;
@@ -172,6 +174,8 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
     expect(finish).toBe("tool_calls");
     expect(content).toBe("");
     expect(calls).toHaveLength(1);
+    // A forced call's arguments stream as the model writes them, not in one piece at the end.
+    expect(argumentPieces).toBeGreaterThan(1);
     expect(calls[0]!.id).toMatch(/^call_/);
     expect({ name: calls[0]!.name, arguments: calls[0]!.arguments }).toEqual(fullCall.function);
     expectValidCall({ id: calls[0]!.id!, type: "function", function: fullCall.function }, "get_weather");

@@ -27,14 +27,19 @@ export interface ToolCallDelta {
   function: { name?: string; arguments: string };
 }
 
-/** A parser for the request's output, or undefined when its tool calls are not parsed. */
+/**
+ * A parser for the request's output, or undefined when its tool calls are not parsed. A stream
+ * of forced calls (their grammar keeps them well formed) gets its arguments as they arrive.
+ */
 export function toolCallParser(
-  req: Pick<ChatCompletionRequest, "tool_choice" | "tools" | "parallel_tool_calls">,
+  req: Pick<ChatCompletionRequest, "tool_choice" | "tools" | "parallel_tool_calls" | "constraint_field">,
   parser: ToolParserName | undefined,
+  streaming = false,
 ): ToolCallStreamParser | undefined {
   if (req.tool_choice === "none" || parser === undefined) return undefined;
   const toolNames = new Set((req.tools ?? []).map((t) => t.function.name));
-  return PARSERS[parser]({ toolNames, parallel: req.parallel_tool_calls });
+  const streamArguments = streaming && req.constraint_field === "tool_choice";
+  return PARSERS[parser]({ toolNames, parallel: req.parallel_tool_calls, streamArguments });
 }
 
 export function toolCallId(): string {
@@ -53,16 +58,18 @@ export function parseToolCalls(
   let content = "";
   const calls: ToolCall[] = [];
   for (const part of [...parser.push(text), ...parser.finish()]) {
-    if (part.call) calls.push(toolCall(part.call));
-    else content += part.content;
+    if (part.kind === "call") calls.push(toolCall(part.call));
+    else if (part.kind === "content") content += part.content;
   }
   return { content: calls.length > 0 && content === "" ? null : content, calls };
 }
 
-/** A streamed call: its header delta (id, type, name, empty arguments), then its arguments. */
+/** A streamed call's first delta: its id, type and name, no arguments yet. */
+export function toolCallHeader(index: number, name: string): ToolCallDelta {
+  return { index, id: toolCallId(), type: "function", function: { name, arguments: "" } };
+}
+
+/** A streamed call: its header delta, then its arguments. */
 export function toolCallDeltas(index: number, call: ParsedToolCall): ToolCallDelta[] {
-  return [
-    { index, id: toolCallId(), type: "function", function: { name: call.name, arguments: "" } },
-    { index, function: { arguments: call.arguments } },
-  ];
+  return [toolCallHeader(index, call.name), { index, function: { arguments: call.arguments } }];
 }

@@ -6,16 +6,26 @@ export interface ParsedToolCall {
   arguments: string;
 }
 
-/** One piece of parsed output, in text order: content, or a whole call. */
+/**
+ * One piece of parsed output, in text order: content, a whole call, or (when arguments stream)
+ * a call's start and then pieces of its arguments.
+ */
 export type ToolCallOutput =
-  | { content: string; call?: undefined }
-  | { call: ParsedToolCall; content?: undefined };
+  | { kind: "content"; content: string }
+  | { kind: "call"; call: ParsedToolCall }
+  | { kind: "start"; name: string }
+  | { kind: "arguments"; arguments: string };
 
 export interface ToolParserOptions {
   /** The request's function names; a call of any other name stays content. */
   toolNames: ReadonlySet<string>;
   /** parallel_tool_calls: false keeps the first call only. */
   parallel: boolean;
+  /**
+   * Give out a call's arguments as they arrive instead of when the call closes. Only for output a
+   * grammar keeps well formed (a forced call): a call already started cannot turn into content.
+   */
+  streamArguments?: boolean;
 }
 
 /** Fed the output text in pieces; gives out content as soon as it is known not to be a call. */

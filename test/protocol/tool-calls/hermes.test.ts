@@ -8,19 +8,26 @@ import { parseToolCalls, toolCallDeltas } from "../../../src/protocol/tool-calls
 import type { ParsedToolCall } from "../../../src/protocol/tool-calls/types.ts";
 
 const names = new Set(["get_weather", "get_time"]);
-const parser = (parallel = true) => new HermesToolCallParser({ toolNames: names, parallel });
+const parser = (parallel = true, streamArguments = false) =>
+  new HermesToolCallParser({ toolNames: names, parallel, streamArguments });
 const full = (text: string, parallel = true) => {
   const { content, calls } = parseToolCalls(parser(parallel), text);
   return { content, calls: calls.map((c) => c.function) };
 };
 
 /** Feeds the pieces one by one: the content joined and the calls, as a stream client sees them. */
-function streamed(pieces: string[], parallel = true): { content: string; calls: ParsedToolCall[] } {
-  const p = parser(parallel);
+function streamed(
+  pieces: string[],
+  parallel = true,
+  streamArguments = false,
+): { content: string; calls: ParsedToolCall[] } {
+  const p = parser(parallel, streamArguments);
   let content = "";
   const calls: ParsedToolCall[] = [];
   for (const out of [...pieces.flatMap((x) => p.push(x)), ...p.finish()]) {
-    if (out.call) calls.push(out.call);
+    if (out.kind === "call") calls.push({ ...out.call });
+    else if (out.kind === "start") calls.push({ name: out.name, arguments: "" });
+    else if (out.kind === "arguments") calls.at(-1)!.arguments += out.arguments;
     else content += out.content;
   }
   return { content, calls };
@@ -29,7 +36,8 @@ function streamed(pieces: string[], parallel = true): { content: string; calls: 
 const weather =
   '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>';
 const time = '<tool_call>{"name": "get_time", "parameters": {"timezone": "UTC"}}</tool_call>';
-const weatherCall = { name: "get_weather", arguments: '{"city":"Paris","days":3}' };
+// The model's own argument text is kept; a body of another shape ("parameters") is re-serialized.
+const weatherCall = { name: "get_weather", arguments: '{"city": "Paris", "days": 3}' };
 const timeCall = { name: "get_time", arguments: '{"timezone":"UTC"}' };
 
 const CASES: { text: string; content: string | null; calls: ParsedToolCall[]; parallel?: boolean }[] = [
@@ -89,11 +97,45 @@ describe("Hermes tool-call parser", () => {
 
   it("gives content out before the text ends, holding back only what may start a tag", () => {
     const p = parser();
-    expect(p.push("Hello <tool")).toEqual([{ content: "Hello" }]);
-    expect(p.push("tip> ")).toEqual([{ content: " <tooltip>" }]);
+    expect(p.push("Hello <tool")).toEqual([{ kind: "content", content: "Hello" }]);
+    expect(p.push("tip> ")).toEqual([{ kind: "content", content: " <tooltip>" }]);
     expect(p.push(weather.slice(0, 30))).toEqual([]);
-    expect(p.push(weather.slice(30))).toEqual([{ call: weatherCall }]);
+    expect(p.push(weather.slice(30))).toEqual([{ kind: "call", call: weatherCall }]);
     expect(p.callCount).toBe(1);
+  });
+
+  const FORCED = [weather, `${weather}\n${weather}`, call('{"a": {"b": [1, "}"]}, "c": "x } y"}')];
+  function call(args: string) {
+    return `<tool_call>\n{"name": "get_time", "arguments": ${args}}\n</tool_call>`;
+  }
+
+  it.each(FORCED)(
+    "streamed arguments (forced calls) agree with the full parse in every split: %s",
+    (text) => {
+      const expected = full(text);
+      for (let i = 0; i <= text.length; i++)
+        expect(streamed([text.slice(0, i), text.slice(i)], true, true)).toEqual({
+          content: "",
+          calls: expected.calls,
+        });
+      expect(streamed([...text], true, true)).toEqual({ content: "", calls: expected.calls });
+    },
+  );
+
+  it("streamed arguments: the call starts at its name, its arguments go out before it closes", () => {
+    const p = parser(true, true);
+    expect(p.push('<tool_call>\n{"name": "get_time", "arg')).toEqual([]);
+    expect(p.push('uments": {"timezone": "U')).toEqual([
+      { kind: "start", name: "get_time" },
+      { kind: "arguments", arguments: '{"timezone": "U' },
+    ]);
+    expect(p.push('TC"}')).toEqual([{ kind: "arguments", arguments: 'TC"' }]);
+    expect(p.push("}\n</tool_call>")).toEqual([{ kind: "arguments", arguments: "}" }]);
+    // A forced call cut short (max_tokens) stays a cut call, not content.
+    const cut = parser(true, true);
+    cut.push('<tool_call>\n{"name": "get_time", "arguments": {"timezone": "U');
+    expect(cut.finish()).toEqual([]);
+    expect(cut.callCount).toBe(1);
   });
 
   it("a streamed call: its header (id, type, name) first, then its arguments", () => {

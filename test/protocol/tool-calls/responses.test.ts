@@ -48,7 +48,7 @@ describe("tool calls in a full response", () => {
       {
         id: expect.stringMatching(/^call_/),
         type: "function",
-        function: { name: "get_time", arguments: '{"tz":"UTC"}' },
+        function: { name: "get_time", arguments: '{"tz": "UTC"}' },
       },
     ]);
   });
@@ -112,9 +112,30 @@ describe("tool calls in a stream", () => {
         type: "function",
         function: { name: "get_time", arguments: "" },
       },
-      { index: 0, function: { arguments: '{"tz":"UTC"}' } },
+      { index: 0, function: { arguments: '{"tz": "UTC"}' } },
     ]);
     expect(ds.at(-1)!.finish_reason).toBe("tool_calls");
+  });
+
+  it("a forced call streams its arguments in pieces as they arrive; they add up to the full response's", () => {
+    const named = { tool_choice: { type: "function", function: { name: "get_time" } } };
+    const events = [
+      promptEvent([1]),
+      ...deltas(0, `<tool_call>\n${call.slice(11, -12)}\n</tool_call>`, 4),
+      finish(0, 20),
+    ];
+    const out = chunks(named, [...events, done]);
+    const toolDeltas = out.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    expect(toolDeltas[0]).toMatchObject({
+      index: 0,
+      type: "function",
+      function: { name: "get_time", arguments: "" },
+    });
+    const pieces = toolDeltas.slice(1).map((d) => d.function.arguments);
+    expect(pieces.length).toBeGreaterThan(2);
+    const whole = response(named, [...events, done]).choices[0]!.message.tool_calls[0]!.function.arguments;
+    expect(pieces.join("")).toBe(whole);
+    expect(out.at(-1)!.choices[0]!.finish_reason).toBe("tool_calls");
   });
 
   it("logprobs and token ids of held-back text still arrive, in a chunk of their own", () => {

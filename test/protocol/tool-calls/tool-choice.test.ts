@@ -84,7 +84,7 @@ describe.skipIf(!hasModel("q4"))("the forced call's grammar on SmolLM2's vocabul
     expect(await accepts(c, good)).toBe(true);
     const parsed = parseToolCalls(new HermesToolCallParser({ toolNames: names, parallel: true }), good);
     expect(parsed.calls.map((x) => x.function)).toEqual([
-      { name: "get_weather", arguments: '{"city":"Paris","days":3}' },
+      { name: "get_weather", arguments: '{"city": "Paris", "days": 3}' },
     ]);
     for (const bad of [
       call("get_weather", '{"city": "Paris"}'),
