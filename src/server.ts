@@ -39,6 +39,8 @@ export interface ServerConfig {
   templates: TemplatePoolOptions;
   /** Render templates sent in requests (`chat_template`); off unless the operator allows it. */
   trustRequestChatTemplate?: boolean;
+  /** tool_choice "none" only, as the service spec has it. */
+  strictToolChoice?: boolean;
   /** Waiting-request and per-key limits (0: off). */
   admission: AdmissionLimits;
   /** Per-request token limits and timeout (0: off). */
@@ -110,6 +112,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     logger,
     draining: () => draining,
     trustRequestChatTemplate: config.trustRequestChatTemplate ?? false,
+    strictToolChoice: config.strictToolChoice ?? false,
   };
   const chat = new ChatCompletionsService(servingDeps);
   const completions = new CompletionsService(servingDeps);

@@ -40,6 +40,12 @@ import {
   withDefault,
 } from "./schema.ts";
 import { structuredConstraint } from "./structured-outputs.ts";
+import {
+  checkToolChoice,
+  type ToolChoice,
+  toolCallConstraint,
+  toolChoiceSchema,
+} from "./tool-calls/tool-choice.ts";
 
 const nullable = { nullable: true };
 
@@ -92,9 +98,10 @@ export const requestShape = {
     ...nullable,
     description: "Tool definitions given to the chat template.",
   }),
-  tool_choice: withDefault(literal(["none"]), "none", {
+  tool_choice: withDefault(toolChoiceSchema, "none", {
     ...nullable,
-    description: "Only none is served: tool calls are not parsed from the output.",
+    description:
+      "none: the output is content. auto: tool calls are parsed from it (the model's tool parser). required / a named function: the output is constrained to valid calls. Servers started with --strict-tool-choice take only none.",
   }),
   reasoning_effort: optional(literal(["low", "medium", "high"]), nullable),
   include_reasoning: withDefault(boolean(), true, {
@@ -230,7 +237,7 @@ export interface ChatCompletionRequest {
   temperature?: number;
   top_p?: number;
   tools?: Tool[];
-  tool_choice: "none";
+  tool_choice: ToolChoice;
   reasoning_effort?: "low" | "medium" | "high";
   include_reasoning: boolean;
   parallel_tool_calls: boolean;
@@ -270,7 +277,7 @@ export interface ChatCompletionRequest {
   repetition_detection?: RepetitionDetectionParams;
   /** From structured_outputs or response_format (named by constraint_field, for errors). */
   constraint?: StructuredConstraint;
-  constraint_field?: "structured_outputs" | "response_format";
+  constraint_field?: "structured_outputs" | "response_format" | "tool_choice";
 }
 
 /**
@@ -293,6 +300,7 @@ function checkCombinations(r: WireRequest): void {
       "Cannot set both continue_final_message and add_generation_prompt to true; set add_generation_prompt to false to continue the final message.",
       "continue_final_message",
     );
+  checkToolChoice(r.tool_choice, r.tools);
   if (r.mm_processor_kwargs !== undefined)
     throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
   checkSharedRules(r, r.max_completion_tokens ?? r.max_tokens);
@@ -319,7 +327,18 @@ export function checkSharedRules(r: SharedWire, maxTokens: number | undefined): 
 
 function toParsed(r: WireRequest): ChatCompletionRequest {
   const { mm_processor_kwargs: _mm, ...rest } = r;
-  return sharedParsed(rest);
+  const parsed = sharedParsed(rest);
+  const forced = toolCallConstraint(r.tool_choice, r.tools, r.parallel_tool_calls);
+  if (forced) {
+    if (parsed.constraint)
+      throw invalidRequest(
+        `tool_choice ${typeof r.tool_choice === "string" ? `"${r.tool_choice}"` : "naming a function"} constrains the output and cannot be combined with ${parsed.constraint_field}.`,
+        "tool_choice",
+      );
+    parsed.constraint = forced;
+    parsed.constraint_field = "tool_choice";
+  }
+  return parsed;
 }
 
 /** Wire values → parsed ones for the shared fields (the rest passes through as is). */

@@ -2,7 +2,9 @@
  * Pieces shared by the full response and the stream: ids, the response role, echo, usage and the
  * logprob shapes vLLM returns.
  */
+
 import type { PromptTokenLogprob, TokenLogprob } from "../core/types.ts";
+import type { ToolParserName } from "../models/registry/types.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 import { contentText } from "./messages.ts";
 
@@ -14,6 +16,8 @@ export interface ResponseContext {
   model: string;
   /** Unix seconds; defaults to now. */
   created?: number;
+  /** The model's tool-call parser (chat with tool_choice other than "none" uses it). */
+  toolParser?: ToolParserName;
 }
 
 export function completionId(requestId: string): string {

@@ -43,6 +43,22 @@ export const finishReason: JsonSchema = {
     "stop: EOS, a stop string or a stop token; length: max tokens or the context; repetition: repetition_detection.",
 };
 
+/** Chat adds tool_calls: the model stopped after calling tools (parsed by the model's tool parser). */
+const chatFinishReason: JsonSchema = {
+  ...finishReason,
+  enum: [...(finishReason.enum as string[]), "tool_calls"],
+};
+
+const toolCallDelta = obj(
+  {
+    index: int,
+    id: str,
+    type: { const: "function" },
+    function: obj({ name: str, arguments: str }, ["arguments"]),
+  },
+  ["index", "function"],
+);
+
 export const stopReason: JsonSchema = {
   anyOf: [int, str, { type: "null" }],
   description: 'The stop token id, the matched stop string, "repetition_detected", or null (EOS or length).',
@@ -84,7 +100,7 @@ export const chatCompletionResponseSchema: JsonSchema = obj(
         index: int,
         message,
         logprobs: nullable(choiceLogprobs),
-        finish_reason: finishReason,
+        finish_reason: chatFinishReason,
         stop_reason: stopReason,
         token_ids: nullable({ type: "array", items: int }),
       }),
@@ -112,9 +128,9 @@ export const chatCompletionChunkSchema: JsonSchema = {
         items: obj(
           {
             index: int,
-            delta: obj({ role: str, content: str }, []),
+            delta: obj({ role: str, content: str, tool_calls: { type: "array", items: toolCallDelta } }, []),
             logprobs: nullable(choiceLogprobs),
-            finish_reason: nullable(finishReason),
+            finish_reason: nullable(chatFinishReason),
             stop_reason: stopReason,
             token_ids: nullable({ type: "array", items: int }),
           },

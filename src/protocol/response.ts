@@ -20,15 +20,16 @@ import {
   unixSeconds,
   usage,
 } from "./output-parts.ts";
+import { parseToolCalls, type ToolCall, toolCallParser } from "./tool-calls/parsers.ts";
 
 export interface ChatCompletionMessage {
   role: string;
-  content: string;
+  content: string | null;
   refusal: null;
   annotations: null;
   audio: null;
   function_call: null;
-  tool_calls: never[];
+  tool_calls: ToolCall[];
   reasoning: null;
 }
 
@@ -36,7 +37,8 @@ export interface ChatCompletionChoice {
   index: number;
   message: ChatCompletionMessage;
   logprobs: ChoiceLogprobs | null;
-  finish_reason: FinishReason;
+  /** tool_calls: the model stopped after calling tools. */
+  finish_reason: FinishReason | "tool_calls";
   stop_reason: number | string | null;
   token_ids: number[] | null;
 }
@@ -117,20 +119,24 @@ export class ChatCompletionAccumulator {
     const echo = echoText(req);
     const choices = this.choices.map((c, index): ChatCompletionChoice => {
       if (!c.finish) throw internalError(`The engine finished without finishing choice ${index}.`);
+      const parser = toolCallParser(req, this.ctx.toolParser);
+      const { content, calls } = parser
+        ? parseToolCalls(parser, c.text)
+        : { content: c.text, calls: [] as ToolCall[] };
       return {
         index,
         message: {
           role,
-          content: echo + c.text,
+          content: echo ? echo + (content ?? "") : content,
           refusal: null,
           annotations: null,
           audio: null,
           function_call: null,
-          tool_calls: [],
+          tool_calls: calls,
           reasoning: null,
         },
         logprobs: req.logprobs ? { content: c.logprobs } : null,
-        finish_reason: c.finish.reason,
+        finish_reason: calls.length > 0 && c.finish.reason === "stop" ? "tool_calls" : c.finish.reason,
         stop_reason: c.finish.stopReason,
         token_ids: req.return_token_ids ? c.tokenIds : null,
       };

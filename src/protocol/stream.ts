@@ -23,15 +23,19 @@ import {
   unixSeconds,
   usage,
 } from "./output-parts.ts";
+import { type ToolCallDelta, toolCallDeltas, toolCallHeader, toolCallParser } from "./tool-calls/parsers.ts";
+import type { ToolCallOutput, ToolCallStreamParser } from "./tool-calls/types.ts";
 
 export interface ChatCompletionChunkChoice {
   index: number;
-  delta: { role?: string; content?: string };
+  delta: ChunkDelta;
   logprobs: ChoiceLogprobs | null;
-  finish_reason: FinishReason | null;
+  finish_reason: FinishReason | "tool_calls" | null;
   stop_reason?: number | string | null;
   token_ids?: number[] | null;
 }
+
+type ChunkDelta = { role?: string; content?: string; tool_calls?: ToolCallDelta[] };
 
 export interface ChatCompletionChunk {
   id: string;
@@ -60,6 +64,10 @@ export class ChatCompletionStreamer {
   private readonly continuousUsage: boolean;
   /** Tokens generated so far, per choice. */
   private readonly tokens: number[];
+  /** Per choice, when tool calls are parsed from the output (tool_choice other than "none"). */
+  private readonly toolParsers: (ToolCallStreamParser | undefined)[];
+  /** Per choice, the tool calls started so far (the next call's index). */
+  private readonly toolCalls: number[];
   private promptTokens = 0;
   private cachedTokens = 0;
   private sentAny = false;
@@ -75,6 +83,8 @@ export class ChatCompletionStreamer {
     // vLLM sends per-chunk usage only when the final usage was asked for too.
     this.continuousUsage = this.includeUsage && (req.stream_options?.continuous_usage_stats ?? false);
     this.tokens = new Array<number>(req.n).fill(0);
+    this.toolParsers = Array.from({ length: req.n }, () => toolCallParser(req, ctx.toolParser, true));
+    this.toolCalls = new Array<number>(req.n).fill(0);
   }
 
   /** True after the last frame (usage chunk or error): the caller then writes [DONE]. */
@@ -100,24 +110,44 @@ export class ChatCompletionStreamer {
         this.start(frames, undefined);
         if (event.text === "" && event.tokenIds.length === 0) break;
         this.tokens[event.choice] = (this.tokens[event.choice] ?? 0) + event.tokenIds.length;
-        const choice: ChatCompletionChunkChoice = {
-          index: event.choice,
-          delta: { content: event.text },
-          logprobs: this.req.logprobs ? { content: logprobEntries(event.logprobs ?? []) } : null,
-          finish_reason: null,
-          token_ids: this.req.return_token_ids ? event.tokenIds : null,
-        };
-        frames.push(this.chunk(choice, this.tokens[event.choice]!));
+        const parser = this.toolParsers[event.choice];
+        const deltas = parser
+          ? this.toolDeltas(event.choice, parser.push(event.text))
+          : [{ content: event.text }];
+        // Text held back by the tool parser still reports its tokens' logprobs and ids.
+        if (deltas.length === 0 && (this.req.logprobs || this.req.return_token_ids)) deltas.push({});
+        deltas.forEach((delta, i) => {
+          const first = i === 0;
+          const choice: ChatCompletionChunkChoice = {
+            index: event.choice,
+            delta,
+            logprobs: this.req.logprobs
+              ? { content: first ? logprobEntries(event.logprobs ?? []) : [] }
+              : null,
+            finish_reason: null,
+            token_ids: this.req.return_token_ids ? (first ? event.tokenIds : []) : null,
+          };
+          frames.push(this.chunk(choice, this.tokens[event.choice]!));
+        });
         break;
       }
       case "finish": {
         this.start(frames, undefined);
         this.tokens[event.choice] = event.completionTokens;
+        const parser = this.toolParsers[event.choice];
+        for (const delta of parser ? this.toolDeltas(event.choice, parser.finish()) : [])
+          frames.push(
+            this.chunk(
+              { index: event.choice, delta, logprobs: null, finish_reason: null },
+              event.completionTokens,
+            ),
+          );
+        const calledTools = parser !== undefined && parser.callCount > 0 && event.finishReason === "stop";
         const choice: ChatCompletionChunkChoice = {
           index: event.choice,
           delta: {},
           logprobs: null,
-          finish_reason: event.finishReason,
+          finish_reason: calledTools ? "tool_calls" : event.finishReason,
           stop_reason: event.stopReason,
           token_ids: this.req.return_token_ids ? [] : null,
         };
@@ -141,6 +171,23 @@ export class ChatCompletionStreamer {
     }
     if (frames.some((f) => f.type === "chunk")) this.sentAny = true;
     return frames;
+  }
+
+  /** The tool parser's output as deltas: content, or a call's header and then its arguments. */
+  private toolDeltas(choice: number, outputs: ToolCallOutput[]): ChunkDelta[] {
+    const deltas: ChunkDelta[] = [];
+    for (const o of outputs) {
+      if (o.kind === "content") deltas.push({ content: o.content });
+      else if (o.kind === "call")
+        for (const d of toolCallDeltas(this.toolCalls[choice]!++, o.call)) deltas.push({ tool_calls: [d] });
+      else if (o.kind === "start")
+        deltas.push({ tool_calls: [toolCallHeader(this.toolCalls[choice]!++, o.name)] });
+      else
+        deltas.push({
+          tool_calls: [{ index: this.toolCalls[choice]! - 1, function: { arguments: o.arguments } }],
+        });
+    }
+    return deltas;
   }
 
   /** The error frame for a failure the caller caught itself (e.g. the engine stream threw). */

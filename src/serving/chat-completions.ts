@@ -5,7 +5,7 @@
 import { namesModelTemplate } from "../chat/index.ts";
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
-import { invalidRequest } from "../errors.ts";
+import { invalidRequest, unsupportedField } from "../errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../protocol/chat-request.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator, type ChatCompletionResponse } from "../protocol/response.ts";
@@ -21,7 +21,22 @@ export class ChatCompletionsService extends GenerationService<
   protected readonly label = "chat completion";
 
   protected parse(body: unknown, raw: string): ChatCompletionRequest {
-    return parseChatCompletionRequest(body, raw);
+    const req = parseChatCompletionRequest(body, raw);
+    if (this.deps.strictToolChoice && req.tool_choice !== "none")
+      throw unsupportedField(
+        "tool_choice",
+        'this server follows the service spec and takes only "none" (started with --strict-tool-choice)',
+      );
+    return req;
+  }
+
+  /** Tool calls are read by the model's own parser; a model without one takes only "none". */
+  private checkToolParser(req: ChatCompletionRequest, model: EngineModel): void {
+    if (req.tool_choice === "none" || model.resolution.model.toolParser !== undefined) return;
+    throw unsupportedField(
+      "tool_choice",
+      `${model.name} has no tool parser (tool_parser in its ortserve.json); only "none" is served`,
+    );
   }
 
   protected logFields(req: ChatCompletionRequest): Record<string, unknown> {
@@ -52,6 +67,7 @@ export class ChatCompletionsService extends GenerationService<
     requestId: string,
   ): Promise<EngineRequest[]> {
     this.checkTemplateTrust(req, model);
+    this.checkToolParser(req, model);
     const prompt = await this.deps.engine.prompt(model, {
       messages: req.messages,
       chatTemplate: req.chat_template,

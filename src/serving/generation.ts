@@ -32,6 +32,8 @@ export interface ServingDeps {
   draining(): boolean;
   /** Templates sent in requests may be rendered (the operator's choice; off by default). */
   trustRequestChatTemplate?: boolean;
+  /** tool_choice is only "none", as the service spec has it (--strict-tool-choice). */
+  strictToolChoice?: boolean;
   /** Waiting-request and per-key limits; none when absent. */
   admission?: AdmissionControl;
   /** Per-request token limits and timeout (defaults: REQUEST_LIMIT_DEFAULTS). */
@@ -162,7 +164,11 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
       ctx,
       { ticket, timeoutMs: this.limits.requestTimeoutMs },
     );
-    const response = { requestId: tally.requestId, model: model.name };
+    const response = {
+      requestId: tally.requestId,
+      model: model.name,
+      toolParser: model.resolution.model.toolParser,
+    };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);
 
     const acc = this.accumulator(req, response);

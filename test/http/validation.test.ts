@@ -343,7 +343,12 @@ const cases: FieldCase[] = [
   {
     field: "tool_choice",
     ok: [{ value: "none", with: { tools: [tool] } }, { value: null }],
-    bad: [{ value: "auto", with: { tools: [tool] } }, { value: "required" }, { value: { type: "function" } }],
+    // "auto" needs a model with a tool parser (this one has none); "required" needs tools.
+    bad: [
+      { value: "auto", with: { tools: [tool] } },
+      { value: "required" },
+      { value: { type: "function" }, param: "tool_choice.function" },
+    ],
   },
   {
     field: "reasoning_effort",

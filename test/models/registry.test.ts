@@ -26,6 +26,7 @@ describe("ModelRegistry.load: models", () => {
         id: "custom-id",
         format: "fp32",
         scheduling_policy: "priority",
+        tool_parser: "hermes",
         max_model_len: 512,
         created: 1700000000.7,
       },
@@ -41,6 +42,7 @@ describe("ModelRegistry.load: models", () => {
     writeFileSync(join(root, "bad-json", "ortserve.json"), "{ nope");
     writeModel(root, "bad-policy", { meta: { scheduling_policy: "lifo" } });
     writeModel(root, "bad-len", { meta: { max_model_len: 0 } });
+    writeModel(root, "bad-parser", { meta: { tool_parser: "mistral" } });
     writeModel(root, "bad-format", { meta: { format: "int3" } });
     writeModel(root, "bad-id", { meta: { id: "x:step3" } });
     writeModel(root, "dup-a", { meta: { id: "dup" } });
@@ -65,6 +67,7 @@ describe("ModelRegistry.load: models", () => {
       dir: join(root, "with-meta"),
       format: "fp32",
       schedulingPolicy: "priority",
+      toolParser: "hermes",
       maxModelLen: 512,
       created: 1700000000,
       checkpoints: [],
@@ -72,6 +75,7 @@ describe("ModelRegistry.load: models", () => {
     const plain = reg.get("plain")!;
     expect(plain).toMatchObject({ id: "plain", format: "q4", schedulingPolicy: "fcfs", created: 1600000000 });
     expect(plain).not.toHaveProperty("maxModelLen");
+    expect(plain).not.toHaveProperty("toolParser");
     expect(reg.get("fp32-only")!.format).toBe("fp32");
     expect(reg.get("with-meta")).toBeUndefined();
   });
@@ -90,6 +94,7 @@ describe("ModelRegistry.load: models", () => {
       "bad-id",
       "bad-json",
       "bad-len",
+      "bad-parser",
       "bad-policy",
       "config-only",
       "dup-b",
@@ -102,6 +107,7 @@ describe("ModelRegistry.load: models", () => {
     expect(why["bad-json"]).toMatch(/^invalid ortserve.json: /);
     expect(why["bad-policy"]).toContain("scheduling_policy");
     expect(why["bad-len"]).toContain("max_model_len");
+    expect(why["bad-parser"]).toContain('"tool_parser" must be one of hermes');
     expect(why["bad-format"]).toContain('"format"');
     expect(why["bad-id"]).toContain(":step<N>");
     expect(why["dup-b"]).toContain(`already served from ${join(root, "dup-a")}`);

@@ -61,8 +61,13 @@ const cases: FieldCase[] = [
   },
   {
     field: "tool_choice",
-    ok: ["none", null],
-    bad: ["auto", "required", { type: "function", function: { name: "f" } }],
+    ok: ["none", null, "auto", "required", { type: "function", function: { name: "f" } }],
+    bad: [
+      "any",
+      1,
+      bad({ type: "function" }, "tool_choice.function"),
+      bad({ type: "function", function: { name: "g" } }, "tool_choice.function.name"),
+    ],
     with: { tools: [tool] },
   },
   { field: "reasoning_effort", ok: ["low", "medium", "high", null], bad: ["max", "minimal", 1] },
@@ -402,9 +407,10 @@ describe("cross-field rules", () => {
     expect(parse({ min_tokens: 1000 }).min_tokens).toBe(1000);
   });
 
-  it("tool_choice: only none, whether or not tools are given", () => {
+  it("tool_choice: none by default; anything else needs tools", () => {
     expect(parse({ tools: [tool] }).tool_choice).toBe("none");
-    expect400(() => parse({ tool_choice: "auto" }), "tool_choice");
+    for (const choice of ["auto", "required", { type: "function", function: { name: "f" } }])
+      expect400(() => parse({ tool_choice: choice }), "tool_choice");
   });
 });
 

@@ -5,50 +5,23 @@
  * checker refuses are refused by name.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
 import { checkSupported } from "../../src/core/structured/check-constraint.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import { GrammarBackend } from "../../src/core/structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../../src/core/structured/vocabulary.ts";
 import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
+import { EOS, type GrammarDriver, grammarDriver, VOCAB } from "./grammar-driver.ts";
 import { KEYWORD_CASES, REGEX_CASES } from "./keyword-cases.ts";
-
-const VOCAB = 49152;
-const EOS = 2;
 
 describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabulary", () => {
   let backend: GrammarBackend;
   let encode: (text: string) => number[];
+  let drive: GrammarDriver["drive"];
   beforeAll(async () => {
-    backend = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]));
-    const tok = await loadTransformersTokenizer(MODEL_DIR);
-    encode = (text) => tok.encode(text, { add_special_tokens: false });
+    ({ backend, encode, drive } = await grammarDriver());
   });
 
   const allowed = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
-
-  /** Feeds the text's tokens one by one; the step at which the grammar refused, or "accepted". */
-  async function drive(c: StructuredConstraint, text: string): Promise<number | "accepted"> {
-    const [m] = await backend.constraints(c, 1);
-    const mask = new Uint32Array(VOCAB / 32);
-    const ids = encode(text);
-    try {
-      for (let i = 0; i < ids.length; i++) {
-        mask.fill(0);
-        await m!.fillMask(mask);
-        if (!allowed(mask, ids[i]!)) return i;
-        expect(m!.accept(ids[i]!)).toBe(true);
-      }
-      mask.fill(0);
-      await m!.fillMask(mask);
-      if (!allowed(mask, EOS)) return ids.length;
-      m!.accept(EOS);
-      expect(m!.terminated).toBe(true);
-      return "accepted";
-    } finally {
-      m!.release();
-    }
-  }
 
   for (const k of KEYWORD_CASES) {
     const c: StructuredConstraint = {

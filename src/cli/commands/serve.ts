@@ -28,6 +28,8 @@ Options:
   --trust-request-chat-template
                          render chat templates sent in requests (\`chat_template\`); without
                          it such requests get a 400 (templates are code the server runs)
+  --strict-tool-choice   accept only tool_choice "none" (the service spec); without it auto,
+                         required and a named function are served with the model's tool parser
   --template-workers <n> threads rendering chat templates (default: 2)
   --template-timeout-ms <n>
                          time one template render may take before its thread is replaced
@@ -70,6 +72,7 @@ export async function run(argv: string[]): Promise<void> {
       "max-num-seqs": { type: "string" },
       "max-model-len": { type: "string" },
       "trust-request-chat-template": { type: "boolean" },
+      "strict-tool-choice": { type: "boolean" },
       "template-workers": { type: "string" },
       "template-timeout-ms": { type: "string" },
       "template-max-chars": { type: "string" },
@@ -109,6 +112,7 @@ export async function run(argv: string[]): Promise<void> {
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
     maxModelLen: parsePositiveInt("--max-model-len", values["max-model-len"], SERVER_DEFAULTS.maxModelLen),
     trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
+    strictToolChoice: values["strict-tool-choice"] ?? false,
     metricsRequireKey: values["metrics-require-key"] ?? false,
     admission: {
       maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),

@@ -36,6 +36,7 @@ export interface ModelMeta {
   source: WheelSource;
   format: ModelFormat;
   scheduling_policy?: string;
+  tool_parser?: string;
   [key: string]: unknown;
 }
 

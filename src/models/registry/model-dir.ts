@@ -6,7 +6,13 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MODEL_FORMATS, MODEL_META_FILE, type ModelFormat } from "../fetch/model-meta.ts";
-import type { SchedulingPolicy, ServedModel, UnavailableModel } from "./types.ts";
+import {
+  type SchedulingPolicy,
+  type ServedModel,
+  TOOL_PARSERS,
+  type ToolParserName,
+  type UnavailableModel,
+} from "./types.ts";
 import { availableFormats, hasConfig, pickFormat, weightFile } from "./weights.ts";
 
 export type BaseModel = Omit<ServedModel, "checkpoints">;
@@ -19,6 +25,7 @@ interface ModelSettings {
   id: string;
   format?: ModelFormat;
   schedulingPolicy: SchedulingPolicy;
+  toolParser?: ToolParserName;
   maxModelLen?: number;
   created?: number;
 }
@@ -49,6 +56,9 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
   const policy = raw.scheduling_policy ?? "fcfs";
   if (policy !== "fcfs" && policy !== "priority")
     problems.push('"scheduling_policy" must be "fcfs" or "priority"');
+  const toolParser = raw.tool_parser;
+  if (toolParser !== undefined && !(TOOL_PARSERS as readonly unknown[]).includes(toolParser))
+    problems.push(`"tool_parser" must be one of ${TOOL_PARSERS.join(", ")}`);
   const maxLen = raw.max_model_len;
   if (maxLen !== undefined && (!Number.isSafeInteger(maxLen) || (maxLen as number) <= 0))
     problems.push('"max_model_len" must be a positive integer');
@@ -60,6 +70,7 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
     id: id as string,
     format: format as ModelFormat | undefined,
     schedulingPolicy: policy as SchedulingPolicy,
+    toolParser: toolParser as ToolParserName | undefined,
     maxModelLen: maxLen as number | undefined,
     created: created === undefined ? undefined : Math.floor(created as number),
   };
@@ -104,6 +115,7 @@ export function readModelDir(dir: string, dirName: string): ModelDirResult {
     );
   const created = settings.created ?? Math.floor(statSync(dir).mtimeMs / 1000);
   const model: BaseModel = { id, dir, format, schedulingPolicy: settings.schedulingPolicy, created };
+  if (settings.toolParser !== undefined) model.toolParser = settings.toolParser;
   if (settings.maxModelLen !== undefined) model.maxModelLen = settings.maxModelLen;
   return { ok: true, model, warnings };
 }

@@ -3,6 +3,10 @@ import type { ModelFormat } from "../fetch/model-meta.ts";
 
 export type SchedulingPolicy = "fcfs" | "priority";
 
+/** How tool calls are read from the model's output (src/protocol/tool-calls/). */
+export const TOOL_PARSERS = ["hermes"] as const;
+export type ToolParserName = (typeof TOOL_PARSERS)[number];
+
 /** A further converted variant of a model, under `<model>/checkpoints/<dir>/`. */
 export interface Checkpoint {
   /** UUID from checkpoint.json; stable across restarts. */
@@ -24,6 +28,8 @@ export interface ServedModel {
   /** Which converted weights of the base model to load. */
   format: ModelFormat;
   schedulingPolicy: SchedulingPolicy;
+  /** ortserve.json's tool_parser; without one, tool_choice other than "none" is refused. */
+  toolParser?: ToolParserName;
   maxModelLen?: number;
   /** Unix seconds. */
   created: number;
