@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { engineGauges } from "../../bench/server-probe.ts";
 import { repoRoot } from "../../src/util/paths.ts";
 import { chat, expectApiError, get, type Harness, parseSse, startHarness } from "./harness.ts";
 
@@ -33,14 +34,6 @@ function longChat(stream: boolean): Record<string, unknown> {
   };
 }
 
-async function runningSequences(): Promise<number> {
-  const text = (await get(h, "/metrics", {})).text;
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith("ortserve_running_sequences{"))
-    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
-}
-
 describe("an engine worker killed mid-request", () => {
   it("fails only its requests, cleanly, and the server serves again within 5 s", async () => {
     const warm = await chat(h, { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
@@ -48,7 +41,7 @@ describe("an engine worker killed mid-request", () => {
 
     const streamed = chat(h, longChat(true));
     const plain = chat(h, longChat(false));
-    while ((await runningSequences()) < 2) await new Promise((r) => setTimeout(r, 20));
+    while ((await engineGauges(h.url)).running < 2) await new Promise((r) => setTimeout(r, 20));
 
     const crashedAt = performance.now();
     await h.server.engine.pool.crashOneWorker().catch(() => undefined);
