@@ -45,6 +45,8 @@ export interface ServerConfig {
   admission: AdmissionLimits;
   /** Per-request token limits and timeout (0: off). */
   requestLimits: RequestLimits;
+  /** Check each model's files at start and skip broken ones (default: on; see registry/model-files.ts). */
+  checkModelFiles?: boolean;
   /** /metrics needs an API key (default: open). */
   metricsRequireKey?: boolean;
   /** Print the bootstrap API key here (stdout by default). */
@@ -87,7 +89,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     announce(created.key);
   }
 
-  const registry = ModelRegistry.load(config.modelsDir);
+  const registry = ModelRegistry.load(config.modelsDir, { checkFiles: config.checkModelFiles ?? true });
   for (const w of registry.warnings) logger.warn("model registry", { warning: w });
   for (const u of registry.unavailable) logger.warn("model unavailable", { model: u.id, reason: u.reason });
 

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { scanCheckpoints } from "./registry/checkpoint-dir.ts";
 import { isDirectoryEntry } from "./registry/dir-entry.ts";
 import { readModelDir } from "./registry/model-dir.ts";
+import { modelFilesProblem } from "./registry/model-files.ts";
 import type { Checkpoint, Resolution, ServedModel, UnavailableModel } from "./registry/types.ts";
 
 export type {
@@ -41,7 +42,11 @@ export class ModelRegistry {
     this.warnings = warnings;
   }
 
-  static load(modelsDir: string): ModelRegistry {
+  /**
+   * `checkFiles` (the server sets it) also checks each model's config, tokenizer and ONNX files
+   * (`registry/model-files.ts`), so a corrupt or half-written directory is unavailable from the start.
+   */
+  static load(modelsDir: string, opts: { checkFiles?: boolean } = {}): ModelRegistry {
     const root = resolve(modelsDir);
     const models = new Map<string, ServedModel>();
     const unavailable: UnavailableModel[] = [];
@@ -64,6 +69,11 @@ export class ModelRegistry {
         continue;
       }
       const { model: base } = found;
+      const problem = opts.checkFiles ? modelFilesProblem(dir, base.format) : undefined;
+      if (problem) {
+        unavailable.push({ id: base.id, dir, reason: problem });
+        continue;
+      }
       warnings.push(...found.warnings);
       const other = models.get(base.id);
       if (other) {

@@ -6,6 +6,7 @@
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { engineGauges } from "../../bench/server-probe.ts";
 import { repoRoot } from "../../src/util/paths.ts";
 import { get, type Harness, startHarness } from "./harness.ts";
 
@@ -31,17 +32,8 @@ interface EngineGauges {
 }
 
 async function gauges(): Promise<EngineGauges> {
-  const text = (await get(h, "/metrics", {})).text;
-  const sum = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(`${name}{`))
-      .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
-  return {
-    queued: sum("ortserve_queue_depth"),
-    running: sum("ortserve_running_sequences"),
-    kvUsed: sum("ortserve_kv_cache_used_bytes"),
-  };
+  const g = await engineGauges(h.url);
+  return { queued: g.queued, running: g.running, kvUsed: g.kvUsedBytes };
 }
 
 /** Polls /metrics until `ok` holds (each poll is one engine stats round trip). */

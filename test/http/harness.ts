@@ -115,6 +115,8 @@ export async function startHarness(
     threads: 1,
     maxNumSeqs: 4,
     maxModelLen: CONTEXT,
+    // Listing-only models hold placeholder files; tests of the start-time file check turn it on.
+    checkModelFiles: false,
     logger: silentLogger,
     announceKey: (k) => {
       key = k;

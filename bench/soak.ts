@@ -1,0 +1,185 @@
+/**
+ * Soak: a real `ortserve serve` process under 16 concurrent clients for `--minutes` (default 60).
+ * Each client picks, request by request, a streaming or non-streaming chat completion, sometimes
+ * with n=2 or logprobs, and sometimes hangs up mid-request (an abort after a random delay).
+ * Every `--sample-seconds` it records the server's RSS and open fds (/proc/<pid>), the engine's
+ * running sequences and KV bytes (/metrics) and the completion tokens/s of that window. Reports
+ * unexpected errors (anything but a complete response or our own hang-up), RSS growth after
+ * warm-up (the first sample after the first 20% of the run), fds, KV and throughput at the start
+ * vs. the end, and the gauges once the clients stopped (running 0 and KV in use 0 expected).
+ * Exits 1 on unexpected errors or gauges not back at zero.
+ *
+ *   node bench/soak.ts [--minutes 60] [--clients 16] [--sample-seconds 15] [--max-num-seqs 8]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { generateKey } from "../src/storage/api-keys.ts";
+import { repoRoot } from "../src/util/paths.ts";
+import { startServerProcess } from "../test/e2e/server-process.ts";
+import { type ChatResult, engineGauges, MiB, processStats, sendChat } from "./server-probe.ts";
+
+const MODEL = "smollm2-135m-instruct";
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: "string", default: "60" },
+    clients: { type: "string", default: "16" },
+    "sample-seconds": { type: "string", default: "15" },
+    "max-num-seqs": { type: "string", default: "8" },
+  },
+});
+const minutes = Number(values.minutes);
+const clients = Number(values.clients);
+const sampleMs = Number(values["sample-seconds"]) * 1000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Seeded so two runs send the same mix. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t ^= t + Math.imul(t ^ (t >>> 7), 61 | t);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+const root = mkdtempSync(join(tmpdir(), "ortserve-soak-"));
+const apiKey = generateKey();
+const server = await startServerProcess({
+  modelsDir: join(repoRoot, "models"),
+  dbPath: join(root, "ortserve.db"),
+  apiKey,
+  extraArgs: ["--max-num-seqs", values["max-num-seqs"]!],
+});
+const pid = server.child.pid!;
+
+interface Sample {
+  atSeconds: number;
+  rssMiB: number;
+  openFds: number;
+  running: number;
+  kvMiB: number;
+  tokensPerSecond: number;
+}
+
+try {
+  const warm = await sendChat(server.url, apiKey, {
+    model: MODEL,
+    messages: [{ role: "user", content: "hi" }],
+    max_tokens: 2,
+  });
+  if (warm.outcome !== "complete") throw new Error(`warm-up failed: ${JSON.stringify(warm)}`);
+
+  const t0 = performance.now();
+  const deadline = t0 + minutes * 60_000;
+  const counts: Record<ChatResult["outcome"], number> = {
+    complete: 0,
+    refused: 0,
+    disconnected: 0,
+    failed: 0,
+  };
+  const unexpected: string[] = [];
+  let windowTokens = 0;
+
+  async function client(i: number): Promise<void> {
+    const random = rng(i + 1);
+    for (let k = 0; performance.now() < deadline; k++) {
+      const r = random();
+      const stream = r < 0.5;
+      const body: Record<string, unknown> = {
+        model: MODEL,
+        messages: [{ role: "user", content: `Client ${i}, request ${k}: describe a city.` }],
+        max_tokens: 8 + Math.floor(random() * 56),
+        stream,
+        temperature: 0.8,
+      };
+      if (random() < 0.2) body.n = 2;
+      if (random() < 0.2) {
+        body.logprobs = true;
+        body.top_logprobs = 3;
+      }
+      const controller = new AbortController();
+      const hangUp = random() < 0.15;
+      const timer = hangUp ? setTimeout(() => controller.abort(), 50 + random() * 1500) : undefined;
+      const result = await sendChat(server.url, apiKey, body, controller.signal);
+      clearTimeout(timer);
+      counts[result.outcome]++;
+      windowTokens += result.completionTokens;
+      if (result.outcome === "failed" || result.outcome === "refused")
+        unexpected.push(`${result.status} ${result.detail ?? ""}`.slice(0, 300));
+    }
+  }
+
+  const samples: Sample[] = [];
+  async function sampler(): Promise<void> {
+    let last = performance.now();
+    while (performance.now() < deadline) {
+      await sleep(Math.min(sampleMs, Math.max(0, deadline - performance.now())));
+      const now = performance.now();
+      const proc = processStats(pid);
+      const g = await engineGauges(server.url);
+      samples.push({
+        atSeconds: Math.round((now - t0) / 1000),
+        rssMiB: proc.rssBytes / MiB,
+        openFds: proc.openFds,
+        running: g.running,
+        kvMiB: g.kvBytes / MiB,
+        tokensPerSecond: windowTokens / ((now - last) / 1000),
+      });
+      const s = samples.at(-1)!;
+      console.log(
+        `t=${s.atSeconds}s rss ${s.rssMiB.toFixed(0)} MiB, fds ${s.openFds}, running ${s.running}, ` +
+          `KV ${s.kvMiB.toFixed(1)} MiB, ${s.tokensPerSecond.toFixed(1)} tok/s`,
+      );
+      windowTokens = 0;
+      last = now;
+    }
+  }
+
+  await Promise.all([...Array.from({ length: clients }, (_, i) => client(i)), sampler()]);
+
+  // Every client has stopped: the engine must let go of every sequence and KV block.
+  let idle = await engineGauges(server.url);
+  for (let i = 0; i < 100 && (idle.running > 0 || idle.kvUsedBytes > 0); i++) {
+    await sleep(50);
+    idle = await engineGauges(server.url);
+  }
+  const end = processStats(pid);
+
+  const warmIndex = samples.findIndex((s) => s.atSeconds >= minutes * 60 * 0.2);
+  const warmSample = samples[Math.max(0, warmIndex)]!;
+  const lastSample = samples.at(-1)!;
+  const first = samples[0]!;
+  console.log(`\nsoak: ${minutes} min, ${clients} clients, max-num-seqs ${values["max-num-seqs"]}`);
+  console.log(
+    `requests: complete ${counts.complete}, hung up by the client ${counts.disconnected}, ` +
+      `unexpected ${unexpected.length} (refused ${counts.refused}, failed ${counts.failed})`,
+  );
+  console.log(
+    `RSS after warm-up (t=${warmSample.atSeconds}s) ${warmSample.rssMiB.toFixed(0)} MiB → end ${lastSample.rssMiB.toFixed(0)} MiB ` +
+      `(${(lastSample.rssMiB - warmSample.rssMiB).toFixed(0)} MiB); peak ${(server.peakRssBytes() / MiB).toFixed(0)} MiB`,
+  );
+  console.log(
+    `open fds: first sample ${first.openFds}, last ${lastSample.openFds}, after the clients stopped ${end.openFds}`,
+  );
+  console.log(
+    `KV allocated: first sample ${first.kvMiB.toFixed(1)} MiB, last ${lastSample.kvMiB.toFixed(1)} MiB`,
+  );
+  console.log(
+    `throughput: first window ${first.tokensPerSecond.toFixed(1)} tok/s, last ${lastSample.tokensPerSecond.toFixed(1)} tok/s`,
+  );
+  console.log(
+    `after the clients stopped: running ${idle.running}, KV in use ${idle.kvUsedBytes} bytes, queued ${idle.queued}`,
+  );
+  for (const u of unexpected.slice(0, 5)) console.log(`  unexpected: ${u}`);
+  const ok = unexpected.length === 0 && idle.running === 0 && idle.kvUsedBytes === 0;
+  console.log(ok ? "PASS" : "FAIL");
+  process.exitCode = ok ? 0 : 1;
+} finally {
+  await server.stop();
+  rmSync(root, { recursive: true, force: true });
+}

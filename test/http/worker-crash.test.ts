@@ -1,0 +1,66 @@
+/**
+ * An engine worker thread that dies mid-request fails only the requests it was running — a clean
+ * OpenAI error body, or an SSE error event on a stream that already started — and the server
+ * serves again within 5 s. Real model, real HTTP, real worker threads. The thread is killed
+ * through `EnginePool.crashOneWorker`, a hook of the in-process API that no HTTP route reaches.
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { engineGauges } from "../../bench/server-probe.ts";
+import { repoRoot } from "../../src/util/paths.ts";
+import { chat, expectApiError, get, type Harness, parseSse, startHarness } from "./harness.ts";
+
+const MODEL = "smollm2-135m-instruct";
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness(() => undefined, {
+    modelsDir: join(repoRoot, "models"),
+    maxModelLen: 4096,
+    maxNumSeqs: 4,
+    threads: 1,
+  });
+});
+afterAll(() => h?.dispose());
+
+/** A generation far longer than the test waits for. */
+function longChat(stream: boolean): Record<string, unknown> {
+  return {
+    model: MODEL,
+    messages: [{ role: "user", content: "Tell me a long story." }],
+    max_tokens: 3000,
+    ignore_eos: true,
+    stream,
+  };
+}
+
+describe("an engine worker killed mid-request", () => {
+  it("fails only its requests, cleanly, and the server serves again within 5 s", async () => {
+    const warm = await chat(h, { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+    expect(warm.status, warm.text).toBe(200);
+
+    const streamed = chat(h, longChat(true));
+    const plain = chat(h, longChat(false));
+    while ((await engineGauges(h.url)).running < 2) await new Promise((r) => setTimeout(r, 20));
+
+    const crashedAt = performance.now();
+    await h.server.engine.pool.crashOneWorker().catch(() => undefined);
+
+    // The non-streaming request had sent nothing yet: an OpenAI error body.
+    expectApiError(await plain, 500, { type: "server_error", message: /engine worker/ });
+    // The stream had started: its last event is an error, and it still ends the stream cleanly.
+    const s = await streamed;
+    expect(s.status).toBe(200);
+    const { events } = parseSse(s.text);
+    expect(events.length).toBeGreaterThan(1);
+    const last = events.at(-1) as { error?: { type: string; message: string } };
+    expect(last.error?.type).toBe("server_error");
+    expect(last.error?.message).toMatch(/engine worker/);
+
+    // A new request succeeds, well within 5 s of the crash (its worker restarts and reloads the model).
+    const after = await chat(h, { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    expect(after.status, after.text).toBe(200);
+    expect(performance.now() - crashedAt).toBeLessThan(5000);
+    expect((await get(h, "/health", {})).status).toBe(200);
+  });
+});
