@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineGauges } from "../../bench/server-probe.ts";
 import { repoRoot } from "../../src/util/paths.ts";
-import { get, type Harness, startHarness } from "./harness.ts";
+import { type Harness, startHarness } from "./harness.ts";
 
 const MODEL = "smollm2-135m-instruct";
 let h: Harness;
