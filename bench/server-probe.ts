@@ -92,21 +92,33 @@ export interface EngineGauges {
   running: number;
   kvBytes: number;
   kvUsedBytes: number;
+  /** Engine steps begun, and aborted requests freed (counters). */
+  steps: number;
+  abortsFreed: number;
+  /** Most steps begun between an abort reaching an engine and its sequences being freed. */
+  abortFreeStepsMax: number;
 }
 
-/** Sums each engine gauge over the engines /metrics lists. */
+/** The values of one metric's labelled series in a /metrics text. */
+function lines(text: string, name: string): number[] {
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`))
+    .map((l) => Number(l.split(" ").at(-1)));
+}
+
+/** Sums each engine gauge over the engines /metrics lists (the most, for the abort-to-free steps). */
 export async function engineGauges(url: string): Promise<EngineGauges> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split("\n")
-      .filter((l) => l.startsWith(`${name}{`))
-      .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+  const sum = (name: string) => lines(text, name).reduce((n, v) => n + v, 0);
   return {
     queued: sum("ortserve_queue_depth"),
     running: sum("ortserve_running_sequences"),
     kvBytes: sum("ortserve_kv_cache_bytes"),
     kvUsedBytes: sum("ortserve_kv_cache_used_bytes"),
+    steps: sum("ortserve_engine_steps_total"),
+    abortsFreed: sum("ortserve_aborted_requests_freed_total"),
+    abortFreeStepsMax: Math.max(0, ...lines(text, "ortserve_abort_free_steps_max")),
   };
 }
 

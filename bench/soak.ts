@@ -169,14 +169,36 @@ try {
   console.log(
     `KV allocated: first sample ${first.kvMiB.toFixed(1)} MiB, last ${lastSample.kvMiB.toFixed(1)} MiB`,
   );
+  // Single windows swing with the request mix (n = 2, hang-ups): compare the mean of the first and
+  // last tenth of the run after warm-up.
+  const afterWarm = samples.slice(Math.max(0, warmIndex));
+  const tenth = Math.max(1, Math.round(afterWarm.length / 10));
+  const meanRate = (xs: Sample[]) => xs.reduce((a, s) => a + s.tokensPerSecond, 0) / xs.length;
+  const maxFds = (xs: Sample[]) => Math.max(...xs.map((s) => s.openFds));
+  const startRate = meanRate(afterWarm.slice(0, tenth));
+  const endRate = meanRate(afterWarm.slice(-tenth));
   console.log(
-    `throughput: first window ${first.tokensPerSecond.toFixed(1)} tok/s, last ${lastSample.tokensPerSecond.toFixed(1)} tok/s`,
+    `throughput: first ${tenth} window(s) after warm-up ${startRate.toFixed(1)} tok/s, last ${tenth} ${endRate.toFixed(1)} tok/s ` +
+      `(${((endRate / startRate - 1) * 100).toFixed(1)}%)`,
   );
   console.log(
     `after the clients stopped: running ${idle.running}, KV in use ${idle.kvUsedBytes} bytes, queued ${idle.queued}`,
   );
+  const checks: [string, boolean][] = [
+    ["0 unexpected errors", unexpected.length === 0],
+    ["RSS growth after warm-up < 5%", lastSample.rssMiB < warmSample.rssMiB * 1.05],
+    // Client sockets come and go: compare the largest counts of the first and last tenth.
+    [
+      "no growth in open fds",
+      maxFds(afterWarm.slice(-tenth)) <= maxFds([first, ...afterWarm.slice(0, tenth)]),
+    ],
+    ["no growth in KV bytes", lastSample.kvMiB <= first.kvMiB],
+    ["throughput at the end within 10% of the start", endRate >= startRate * 0.9],
+    ["every sequence and KV block released", idle.running === 0 && idle.kvUsedBytes === 0],
+  ];
+  for (const [name, met] of checks) console.log(`  ${met ? "met    " : "NOT MET"} ${name}`);
   for (const u of unexpected.slice(0, 5)) console.log(`  unexpected: ${u}`);
-  const ok = unexpected.length === 0 && idle.running === 0 && idle.kvUsedBytes === 0;
+  const ok = checks.every(([, met]) => met);
   console.log(ok ? "PASS" : "FAIL");
   process.exitCode = ok ? 0 : 1;
 } finally {

@@ -141,7 +141,15 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         metrics.admissionRefusals.setTotal(n, { reason });
       const stats = (await engine.stats()) as Record<
         string,
-        { waiting: number; running: number; kvBytes: number; kvUsedBytes: number }
+        {
+          waiting: number;
+          running: number;
+          kvBytes: number;
+          kvUsedBytes: number;
+          steps: number;
+          abortsFreed: number;
+          abortFreeStepsMax: number;
+        }
       >;
       for (const [key, s] of Object.entries(stats)) {
         const engine = (JSON.parse(key) as { modelDir: string }).modelDir;
@@ -149,6 +157,9 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         metrics.runningSequences.set(s.running, { engine });
         metrics.kvCacheBytes.set(s.kvBytes, { engine });
         metrics.kvCacheUsedBytes.set(s.kvUsedBytes, { engine });
+        metrics.engineSteps.setTotal(s.steps, { engine });
+        metrics.abortsFreed.setTotal(s.abortsFreed, { engine });
+        metrics.abortFreeStepsMax.set(s.abortFreeStepsMax, { engine });
       }
     },
   });

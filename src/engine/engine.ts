@@ -186,7 +186,14 @@ export class Engine {
   model(name: string): EngineModel {
     const resolution = this.registry.resolve(name);
     if (!resolution) throw modelNotFound(name);
-    if (!resolution.format) throw unavailable(`${resolution.servedName} has no converted weights to serve.`);
+    if (!resolution.format) {
+      // The problem names server paths: it goes to the server's log at start, not to clients.
+      throw unavailable(
+        resolution.checkpoint?.problem
+          ? `${resolution.servedName} cannot be served: its model files failed the start-time check (see the server log).`
+          : `${resolution.servedName} has no converted weights to serve.`,
+      );
+    }
     const format =
       this.format && availableFormats(resolution.dir).includes(this.format) ? this.format : resolution.format;
     const o = this.options;

@@ -88,13 +88,17 @@ export function createApp(deps: AppDeps): express.Express {
   v1.get("/v1/models", (_req, res) => {
     const data = deps.registry.list().flatMap((m) => [
       { id: m.id, object: "model", created: m.created, owned_by: "ortserve" },
-      ...m.checkpoints.map((c) => ({
-        id: `${m.id}:step${c.step}`,
-        object: "model",
-        created: c.created,
-        owned_by: "ortserve",
-        parent: m.id,
-      })),
+      // A checkpoint whose files failed the start-time check is listed under its model's
+      // checkpoints, not offered as a model to request.
+      ...m.checkpoints
+        .filter((c) => c.problem === undefined)
+        .map((c) => ({
+          id: `${m.id}:step${c.step}`,
+          object: "model",
+          created: c.created,
+          owned_by: "ortserve",
+          parent: m.id,
+        })),
     ]);
     res.json({ object: "list", data });
   });

@@ -81,7 +81,7 @@ export class ModelRegistry {
         unavailable.push({ id: base.id, dir, reason });
         continue;
       }
-      const { checkpoints, warnings: skipped } = scanCheckpoints(dir, base.format);
+      const { checkpoints, warnings: skipped } = scanCheckpoints(dir, base.format, opts);
       warnings.push(...skipped);
       models.set(base.id, { ...base, checkpoints });
     }

@@ -71,6 +71,9 @@ export class Metrics {
   readonly admissionWaiting = new Gauge();
   readonly admissionRefusals = new Counter();
   readonly requestTimeouts = new Counter();
+  readonly engineSteps = new Counter();
+  readonly abortsFreed = new Counter();
+  readonly abortFreeStepsMax = new Gauge();
 
   render(): string {
     const out: string[] = [];
@@ -142,6 +145,21 @@ export class Metrics {
       "ortserve_request_timeouts_total",
       "Generations ended by the request timeout.",
       this.requestTimeouts,
+    );
+    counter(
+      "ortserve_engine_steps_total",
+      "Engine steps (forward passes) begun, per engine.",
+      this.engineSteps,
+    );
+    counter(
+      "ortserve_aborted_requests_freed_total",
+      "Aborted or disconnected requests whose sequences the engine freed, per engine.",
+      this.abortsFreed,
+    );
+    gauge(
+      "ortserve_abort_free_steps_max",
+      "Most engine steps begun after an abort reached the engine and before its sequences were freed (0: freed at the next step boundary).",
+      this.abortFreeStepsMax,
     );
     return `${out.join("\n")}\n`;
   }

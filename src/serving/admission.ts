@@ -62,14 +62,9 @@ export class AdmissionControl {
   /** Admits a request for `key` or throws the 503/429 that refuses it. */
   admit(key: string): AdmissionTicket {
     const { maxWaiting, maxConcurrentPerKey, tokensPerMinutePerKey } = this.limits;
-    if (maxWaiting > 0 && this.waitingCount >= maxWaiting) {
-      this.refusals.waiting_full++;
-      throw overloaded(
-        `The server has ${this.waitingCount} requests waiting (its limit); retry shortly.`,
-        RETRY_SOON_SECONDS,
-      );
-    }
-    const state = this.stateOf(key);
+    // A key over its own limits hears so (429) before the server's shared waiting limit (503) is
+    // consulted, so a client learns which of the two it should wait for.
+    const state = this.keys.get(key) ?? { running: 0, spent: [], spentTotal: 0 };
     if (maxConcurrentPerKey > 0 && state.running >= maxConcurrentPerKey) {
       this.refusals.key_concurrency++;
       throw rateLimited(
@@ -89,6 +84,14 @@ export class AdmissionControl {
         );
       }
     }
+    if (maxWaiting > 0 && this.waitingCount >= maxWaiting) {
+      this.refusals.waiting_full++;
+      throw overloaded(
+        `The server has ${this.waitingCount} requests waiting (its limit); retry shortly.`,
+        RETRY_SOON_SECONDS,
+      );
+    }
+    this.keys.set(key, state);
     state.running++;
     this.waitingCount++;
     let waiting = true;
@@ -111,15 +114,6 @@ export class AdmissionControl {
         if (state.running === 0 && state.spent.length === 0) this.keys.delete(key);
       },
     };
-  }
-
-  private stateOf(key: string): KeyState {
-    let state = this.keys.get(key);
-    if (!state) {
-      state = { running: 0, spent: [], spentTotal: 0 };
-      this.keys.set(key, state);
-    }
-    return state;
   }
 
   private forgetOld(state: KeyState): void {

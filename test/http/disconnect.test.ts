@@ -1,7 +1,9 @@
 /**
  * A client that goes away at any stage — queued, prefilling, decoding, or not reading a stream it
  * asked for — frees its sequence: /metrics shows the queue, running sequences and live KV bytes
- * back at zero long before the abandoned generation would have ended. Real model, real HTTP.
+ * back at zero long before the abandoned generation would have ended, and the engine's own count
+ * says each was freed at the first step boundary after its abort arrived (no step begun for it
+ * after that). Real model, real HTTP.
  */
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
@@ -29,11 +31,19 @@ interface EngineGauges {
   queued: number;
   running: number;
   kvUsed: number;
+  abortsFreed: number;
+  abortFreeStepsMax: number;
 }
 
 async function gauges(): Promise<EngineGauges> {
   const g = await engineGauges(h.url);
-  return { queued: g.queued, running: g.running, kvUsed: g.kvUsedBytes };
+  return {
+    queued: g.queued,
+    running: g.running,
+    kvUsed: g.kvUsedBytes,
+    abortsFreed: g.abortsFreed,
+    abortFreeStepsMax: g.abortFreeStepsMax,
+  };
 }
 
 /** Polls /metrics until `ok` holds (each poll is one engine stats round trip). */
@@ -125,5 +135,13 @@ describe("a client that disconnects", () => {
     await new Promise((r) => setTimeout(r, 500));
     c.gone();
     await until(idle, "the sequence freed");
+  });
+
+  it("each was freed at the first engine step boundary after its abort reached the engine", async () => {
+    // Six requests went away above: two decoding, one queued and the one ahead of it, one
+    // prefilling, one not reading.
+    const g = await until(idle, "an idle engine");
+    expect(g.abortsFreed).toBeGreaterThanOrEqual(6);
+    expect(g.abortFreeStepsMax).toBe(0);
   });
 });

@@ -39,6 +39,14 @@ describe("AdmissionControl", () => {
     a.admit("a");
   });
 
+  it("answers a key over its own limit with 429 even while the shared queue is full", () => {
+    const a = new AdmissionControl({ maxWaiting: 1, maxConcurrentPerKey: 1 });
+    a.admit("a");
+    expect(refusal(() => a.admit("a"))).toMatchObject({ status: 429, type: "requests" });
+    expect(refusal(() => a.admit("b"))).toMatchObject({ status: 503 });
+    expect(a.refusals).toEqual({ waiting_full: 1, key_concurrency: 1, key_tokens: 0 });
+  });
+
   it("refuses a key at its tokens per minute until enough of them are a minute old", () => {
     let now = 0;
     const a = new AdmissionControl({ tokensPerMinutePerKey: 100 }, () => now);

@@ -23,6 +23,8 @@ export interface ActiveRequest {
   /** The prompt's text and token strings, for a request that echoes its prompt. */
   echo?: PromptEcho;
   aborted: boolean;
+  /** Engine steps begun when the abort reached the engine (for the abort-to-free measurement). */
+  abortedAtStep?: number;
   finishedChoices: number;
   /** Set for use_beam_search requests: their rows are BeamRows. */
   beams?: BeamGroup;

@@ -45,6 +45,11 @@ export interface EngineStats {
   decodeSampleMs: number;
   decodeSteps: number;
   decodedTokens: number;
+  /** Steps begun (forward passes of any kind). */
+  steps: number;
+  /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
+  abortsFreed: number;
+  abortFreeStepsMax: number;
 }
 
 export class EngineCore {
@@ -59,6 +64,8 @@ export class EngineCore {
   private arrivals = 0;
   private readonly timing = { decodeForwardMs: 0, decodeSampleMs: 0, decodeSteps: 0, decodedTokens: 0 };
   private looping = false;
+  private stepsBegun = 0;
+  private readonly aborts = { freed: 0, maxStepsAfter: 0 };
 
   constructor(
     config: EngineCoreConfig,
@@ -71,6 +78,11 @@ export class EngineCore {
     this.runner = runner;
     this.tokenize = tokenize;
     this.scheduler = new Scheduler(config, runner.kv);
+    this.scheduler.onDropped = (a) => {
+      this.aborts.freed++;
+      const after = this.stepsBegun - (a.abortedAtStep ?? this.stepsBegun);
+      this.aborts.maxStepsAfter = Math.max(this.aborts.maxStepsAfter, after);
+    };
     this.masks = new MaskRows(model.vocabSize);
   }
 
@@ -83,6 +95,9 @@ export class EngineCore {
       kvUsedBytes: this.scheduler.usedPositions * kv.bytesPerToken,
       prefixCacheBytes: this.scheduler.prefixCacheBytes,
       ...this.timing,
+      steps: this.stepsBegun,
+      abortsFreed: this.aborts.freed,
+      abortFreeStepsMax: this.aborts.maxStepsAfter,
     };
   }
 
@@ -109,14 +124,19 @@ export class EngineCore {
         );
       constraints = await this.structuredBackend().constraints(req.constraint, req.n);
     }
-    const active = admit(
+    const markAborted = () => {
+      if (active.aborted) return;
+      active.aborted = true;
+      active.abortedAtStep = this.stepsBegun;
+    };
+    const active: ActiveRequest = admit(
       req,
       (e: EngineEvent) => {
         // A failing sink must never stop the loop (it would strand every other request's rows).
         try {
           emit(e);
         } catch {
-          active.aborted = true;
+          markAborted();
         }
       },
       this.arrivals++,
@@ -127,7 +147,7 @@ export class EngineCore {
     this.kick();
     return {
       abort: () => {
-        active.aborted = true;
+        markAborted();
         this.kick();
       },
     };
@@ -172,7 +192,9 @@ export class EngineCore {
   }
 
   private async step(): Promise<void> {
+    // Aborted requests leave in schedule(), before the step's forward pass begins.
     const plan = this.scheduler.schedule();
+    if (plan.decode.length > 0 || plan.prefill) this.stepsBegun++;
     if (plan.decode.length > 0) await this.decodeStep(plan.decode);
     if (plan.prefill) await this.prefillStep(plan.prefill);
   }

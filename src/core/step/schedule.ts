@@ -37,6 +37,8 @@ export class Scheduler {
   /** Decoding rows, in row order. */
   readonly decoding: Row[] = [];
   private prefilling: ActiveRequest | undefined;
+  /** Told of each aborted request as it leaves (queue, prefill or batch), once. */
+  onDropped: (a: ActiveRequest) => void = () => {};
 
   constructor(config: EngineCoreConfig, kv: KvRows) {
     this.config = config;
@@ -95,10 +97,16 @@ export class Scheduler {
   }
 
   private dropAborted(): void {
-    for (const w of [...this.waiting]) if (w.aborted) this.waiting.remove(w);
+    const dropped = new Set<ActiveRequest>();
+    for (const w of [...this.waiting])
+      if (w.aborted) {
+        this.waiting.remove(w);
+        dropped.add(w);
+      }
     for (let r = this.decoding.length - 1; r >= 0; r--) {
       const d = this.decoding[r]!;
       if (!d.owner.aborted) continue;
+      dropped.add(d.owner);
       if (d.seq instanceof BeamRow) {
         // An aborted beam search ends as a whole once its last row is gone.
         d.seq.finished = true;
@@ -112,7 +120,11 @@ export class Scheduler {
       }
       this.removeRow(r);
     }
-    if (this.prefilling?.aborted) this.prefilling = undefined;
+    if (this.prefilling?.aborted) {
+      dropped.add(this.prefilling);
+      this.prefilling = undefined;
+    }
+    for (const a of dropped) this.onDropped(a);
   }
 
   private admitNext(): void {

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelFormat } from "../fetch/model-meta.ts";
 import { isDirectoryEntry } from "./dir-entry.ts";
+import { modelFilesProblem } from "./model-files.ts";
 import type { Checkpoint } from "./types.ts";
 import { availableFormats, pickFormat } from "./weights.ts";
 
@@ -97,11 +98,15 @@ function repeated<T>(values: readonly T[]): Set<T> {
 
 /**
  * The valid checkpoints of the model in modelDir, sorted by step. Hidden directories are skipped
- * silently: `checkpoint add` converts into one and renames it when complete.
+ * silently: `checkpoint add` converts into one and renames it when complete. With `checkFiles`
+ * (the server's start) each checkpoint's model files get the base model's start-time check: a
+ * checkpoint whose weights are corrupt or half-written stays listed (its metadata is valid) but is
+ * not servable, with a warning naming the problem.
  */
 export function scanCheckpoints(
   modelDir: string,
   preferred: ModelFormat,
+  opts: { checkFiles?: boolean } = {},
 ): { checkpoints: Checkpoint[]; warnings: string[] } {
   const root = join(modelDir, CHECKPOINTS_DIR);
   const warnings: string[] = [];
@@ -136,7 +141,17 @@ export function scanCheckpoints(
     else checkpoints.push(c);
   }
   checkpoints.sort((a, b) => a.step - b.step);
-  const noWeights = checkpoints.filter((c) => c.format === undefined);
+  const broken = new Set<Checkpoint>();
+  if (opts.checkFiles)
+    for (const c of checkpoints) {
+      const problem = c.format === undefined ? undefined : modelFilesProblem(c.dir, c.format);
+      if (problem === undefined) continue;
+      warnings.push(`${c.dir}: checkpoint step ${c.step} not servable: ${problem}`);
+      c.format = undefined;
+      c.problem = problem;
+      broken.add(c);
+    }
+  const noWeights = checkpoints.filter((c) => c.format === undefined && !broken.has(c));
   if (noWeights.length > 0) {
     const shown = noWeights.slice(0, 10).map((c) => c.step);
     const more = noWeights.length > shown.length ? `, ... (${noWeights.length} in all)` : "";

@@ -20,6 +20,8 @@ export interface Checkpoint {
   created: number;
   /** Weights present in dir/onnx (the model's format preferred); undefined for a metadata-only checkpoint. */
   format: ModelFormat | undefined;
+  /** Why weights that are present cannot be served (the start-time file check); format is then undefined. */
+  problem?: string;
 }
 
 export interface ServedModel {
