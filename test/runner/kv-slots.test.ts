@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KvSlots } from "../../src/core/runner/kv-slots.ts";
+import { KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
 
 const shape = { layers: 2, kvHeads: 3, headDim: 4 };
 
@@ -81,8 +81,9 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     expect(positions(kv, 1, 6)).toEqual(row0);
   });
 
-  it("gives memory back when far more is held than the live rows use, keeping their data", () => {
-    const kv = new KvSlots(shape, 16, 2048, 8);
+  it("gives memory back once far more than the live rows use was held for a while, keeping their data", () => {
+    let now = 0;
+    const kv = new KvSlots(shape, 16, 2048, 8, () => now);
     fill(kv, 1, 5);
     const before = positions(kv, 1, 5);
     kv.ensureRows(16);
@@ -91,6 +92,17 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     // Within twice the need: nothing moves.
     kv.shrinkTo(16, 1000);
     expect(kv.bytes).toBe(big);
+    kv.shrinkTo(2, 5);
+    // Not yet: the next request may need it all again.
+    now += SHRINK_GRACE_MS - 1;
+    kv.shrinkTo(2, 5);
+    expect(kv.bytes).toBe(big);
+    // Needed again for a moment: the grace period starts over.
+    kv.shrinkTo(16, 1000);
+    now += 1;
+    kv.shrinkTo(2, 5);
+    expect(kv.bytes).toBe(big);
+    now += SHRINK_GRACE_MS;
     kv.shrinkTo(2, 5);
     expect(kv.bytes).toBeLessThan(big / 50);
     expect(kv.capacity).toBeGreaterThanOrEqual(5);

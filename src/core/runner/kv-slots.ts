@@ -29,6 +29,12 @@ class HostKvBlock implements KvBlock {
 const GROWTH_STEP = 64;
 /** Rows are added in steps of this many. */
 const ROW_STEP = 4;
+/**
+ * How long the cache must have held more than twice its need before it shrinks. Requests that
+ * follow one another (a shared long prefix, a chat's turns) would otherwise pay a re-layout of the
+ * whole cache to grow back each time, which costs more than the prefill a prefix hit saves.
+ */
+export const SHRINK_GRACE_MS = 2000;
 
 export interface KvShape {
   layers: number;
@@ -45,8 +51,18 @@ export class KvSlots implements KvRows {
   private rows: number;
   private positions: number;
   private buffers: Float32Array[];
+  private readonly now: () => number;
+  /** When the cache was first seen holding far more than its need, undefined while it does not. */
+  private oversizedSince: number | undefined;
 
-  constructor(shape: KvShape, maxRows: number, maxPositions: number, initialPositions = GROWTH_STEP) {
+  constructor(
+    shape: KvShape,
+    maxRows: number,
+    maxPositions: number,
+    initialPositions = GROWTH_STEP,
+    now: () => number = () => performance.now(),
+  ) {
+    this.now = now;
     this.shape = shape;
     this.maxRows = maxRows;
     this.rows = Math.min(ROW_STEP, maxRows);
@@ -117,14 +133,22 @@ export class KvSlots implements KvRows {
   /**
    * Gives memory back once far more is held than the live rows use (rows [0, rows) holding at most
    * `positions` positions), so one long request or a burst of requests does not keep the cache
-   * large for good. Twice the need is tolerated, so steady traffic never re-lays out.
+   * large for good. Twice the need is tolerated, so steady traffic never re-lays out, and so is
+   * more for SHRINK_GRACE_MS, so back-to-back requests do not shrink and regrow it each time.
    */
   shrinkTo(rows: number, positions: number): void {
     const wantRows = Math.max(ROW_STEP, Math.ceil(rows / ROW_STEP) * ROW_STEP);
     const wantPositions = Math.max(GROWTH_STEP, Math.ceil(positions / GROWTH_STEP) * GROWTH_STEP);
     const rowsOver = this.rows > 2 * wantRows;
     const positionsOver = this.positions > 2 * wantPositions;
-    if (!rowsOver && !positionsOver) return;
+    if (!rowsOver && !positionsOver) {
+      this.oversizedSince = undefined;
+      return;
+    }
+    const now = this.now();
+    this.oversizedSince ??= now;
+    if (now - this.oversizedSince < SHRINK_GRACE_MS) return;
+    this.oversizedSince = undefined;
     this.relayout(
       rowsOver ? Math.min(wantRows, this.maxRows) : this.rows,
       positionsOver ? Math.min(wantPositions, this.maxPositions) : this.positions,

@@ -133,6 +133,9 @@ export class Scheduler {
     if (!next || this.decoding.length + next.req.n > this.config.maxNumSeqs) return;
     this.waiting.shift();
     this.prefilling = next;
+    // Room for the whole prompt at once: growing chunk by chunk (or block by block for a prefix
+    // hit) would re-lay the whole cache out each time.
+    this.kv.reserve(this.decoding.length + 1, next.promptIds.length);
     this.loadCachedPrefix(next);
   }
 
@@ -147,8 +150,6 @@ export class Scheduler {
     const keys = this.prefixKeys(a).slice(0, Math.floor((a.promptIds.length - 1) / PREFIX_BLOCK));
     const blocks = this.prefixCache.lookup(keys);
     const row = this.decoding.length;
-    // Growing the cache block by block would re-lay it out once per 64 positions.
-    if (blocks.length > 0) this.kv.reserve(row + 1, blocks.length * PREFIX_BLOCK);
     blocks.forEach((block, i) => {
       this.kv.loadBlock(block, row, i * PREFIX_BLOCK);
     });
