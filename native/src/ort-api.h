@@ -23,9 +23,10 @@
 namespace ortserve {
 
 // The C API version requested from GetApi: the first whose table reaches the last slot used
-// (GetBoundOutputValues, slot 140, added in ONNX Runtime 1.5). Any 1.x library from 1.5 on
-// serves it; LoadRuntime refuses the rest before touching the table.
-constexpr uint32_t kOrtApiVersion = 5;
+// (KernelContext_ParallelFor, slot 274, added in ONNX Runtime 1.17) and whose OrtCustomOp has
+// every member declared below. Any 1.x library from 1.17 on serves it; LoadRuntime refuses the
+// rest before touching the table.
+constexpr uint32_t kOrtApiVersion = 17;
 // C API version N first shipped in ONNX Runtime 1.N.
 constexpr int kOrtMajor = 1;
 constexpr int kOrtMinMinor = static_cast<int>(kOrtApiVersion);
@@ -37,7 +38,10 @@ extern "C" {
 // Opaque handles: only ever held by pointer.
 struct OrtAllocator;
 struct OrtEnv;
+struct OrtCustomOpDomain;
 struct OrtIoBinding;
+struct OrtKernelContext;
+struct OrtKernelInfo;
 struct OrtMemoryInfo;
 struct OrtRunOptions;
 struct OrtSession;
@@ -94,10 +98,49 @@ enum OrtMemType : int {
   OrtMemTypeDefault = 0,
 };
 
+enum OrtErrorCode : int {
+  ORT_RUNTIME_EXCEPTION = 6,
+};
+
+enum OrtCustomOpInputOutputCharacteristic : int {
+  INPUT_OUTPUT_REQUIRED = 0,
+};
+
 // Every call that can fail returns a status: null on success, otherwise an error the caller
 // reads with GetErrorMessage and frees with ReleaseStatus.
+struct OrtApi;
+
+// A custom operator as ONNX Runtime reads it, up to the members of C API version 17 (`version`
+// says which members exist; CreateKernelV2 and KernelComputeV2 are used when set).
+struct OrtCustomOp {
+  uint32_t version;
+  void*(ORT_API_CALL* CreateKernel)(const OrtCustomOp* op, const OrtApi* api, const OrtKernelInfo* info);
+  const char*(ORT_API_CALL* GetName)(const OrtCustomOp* op);
+  const char*(ORT_API_CALL* GetExecutionProviderType)(const OrtCustomOp* op);
+  ONNXTensorElementDataType(ORT_API_CALL* GetInputType)(const OrtCustomOp* op, size_t index);
+  size_t(ORT_API_CALL* GetInputTypeCount)(const OrtCustomOp* op);
+  ONNXTensorElementDataType(ORT_API_CALL* GetOutputType)(const OrtCustomOp* op, size_t index);
+  size_t(ORT_API_CALL* GetOutputTypeCount)(const OrtCustomOp* op);
+  void(ORT_API_CALL* KernelCompute)(void* kernel, OrtKernelContext* context);
+  void(ORT_API_CALL* KernelDestroy)(void* kernel);
+  OrtCustomOpInputOutputCharacteristic(ORT_API_CALL* GetInputCharacteristic)(const OrtCustomOp* op, size_t index);
+  OrtCustomOpInputOutputCharacteristic(ORT_API_CALL* GetOutputCharacteristic)(const OrtCustomOp* op, size_t index);
+  OrtMemType(ORT_API_CALL* GetInputMemoryType)(const OrtCustomOp* op, size_t index);
+  int(ORT_API_CALL* GetVariadicInputMinArity)(const OrtCustomOp* op);
+  int(ORT_API_CALL* GetVariadicInputHomogeneity)(const OrtCustomOp* op);
+  int(ORT_API_CALL* GetVariadicOutputMinArity)(const OrtCustomOp* op);
+  int(ORT_API_CALL* GetVariadicOutputHomogeneity)(const OrtCustomOp* op);
+  OrtStatus*(ORT_API_CALL* CreateKernelV2)(const OrtCustomOp* op, const OrtApi* api, const OrtKernelInfo* info,
+                                           void** kernel);
+  OrtStatus*(ORT_API_CALL* KernelComputeV2)(void* kernel, OrtKernelContext* context);
+  void* InferOutputShapeFn;
+  void* GetStartVersion;
+  void* GetEndVersion;
+};
+
 struct OrtApi {
-  void* unused0[2];  // 0-1
+  OrtStatus*(ORT_API_CALL* CreateStatus)(OrtErrorCode code, const char* message);
+  void* unused1;
   const char*(ORT_API_CALL* GetErrorMessage)(const OrtStatus* status);
   OrtStatus*(ORT_API_CALL* CreateEnv)(OrtLoggingLevel level, const char* logId, OrtEnv** env);
   void* unused4[3];  // 4-6
@@ -114,7 +157,10 @@ struct OrtApi {
                                                              GraphOptimizationLevel level);
   OrtStatus*(ORT_API_CALL* SetIntraOpNumThreads)(OrtSessionOptions* options, int threads);
   OrtStatus*(ORT_API_CALL* SetInterOpNumThreads)(OrtSessionOptions* options, int threads);
-  void* unused26[4];  // 26-29
+  OrtStatus*(ORT_API_CALL* CreateCustomOpDomain)(const char* domain, OrtCustomOpDomain** out);
+  OrtStatus*(ORT_API_CALL* CustomOpDomain_Add)(OrtCustomOpDomain* domain, const OrtCustomOp* op);
+  OrtStatus*(ORT_API_CALL* AddCustomOpDomain)(OrtSessionOptions* options, OrtCustomOpDomain* domain);
+  void* unused29;
   OrtStatus*(ORT_API_CALL* SessionGetInputCount)(const OrtSession* session, size_t* count);
   OrtStatus*(ORT_API_CALL* SessionGetOutputCount)(const OrtSession* session, size_t* count);
   void* unused32;
@@ -157,7 +203,18 @@ struct OrtApi {
   void* unused77;
   // The process-wide CPU allocator: never released.
   OrtStatus*(ORT_API_CALL* GetAllocatorWithDefaultOptions)(OrtAllocator** allocator);
-  void* unused79[14];  // 79-92
+  void* unused79[6];  // 79-84
+  OrtStatus*(ORT_API_CALL* KernelInfoGetAttribute_float)(const OrtKernelInfo* info, const char* name, float* out);
+  OrtStatus*(ORT_API_CALL* KernelInfoGetAttribute_int64)(const OrtKernelInfo* info, const char* name, int64_t* out);
+  void* unused87;
+  OrtStatus*(ORT_API_CALL* KernelContext_GetInputCount)(const OrtKernelContext* context, size_t* out);
+  OrtStatus*(ORT_API_CALL* KernelContext_GetOutputCount)(const OrtKernelContext* context, size_t* out);
+  OrtStatus*(ORT_API_CALL* KernelContext_GetInput)(const OrtKernelContext* context, size_t index,
+                                                   const OrtValue** out);
+  // The output over the memory IoBinding bound for it when `dims` equal the bound shape.
+  OrtStatus*(ORT_API_CALL* KernelContext_GetOutput)(OrtKernelContext* context, size_t index, const int64_t* dims,
+                                                    size_t rank, OrtValue** out);
+  void* unused92;
   void(ORT_API_CALL* ReleaseStatus)(OrtStatus* status);
   void* unused94;
   void(ORT_API_CALL* ReleaseSession)(OrtSession* session);
@@ -181,6 +238,10 @@ struct OrtApi {
   // AllocatorFree), and each value is released with ReleaseValue.
   OrtStatus*(ORT_API_CALL* GetBoundOutputValues)(const OrtIoBinding* binding, OrtAllocator* allocator,
                                                  OrtValue*** values, size_t* count);
+  void* unused141[133];  // 141-273
+  // fn(data, i) for i in [0, total) on the session's intra-op pool; returns when all are done.
+  OrtStatus*(ORT_API_CALL* KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t),
+                                                      size_t total, size_t batches, void* data);
 };
 
 // The one symbol the library exports: never versioned, so these two slots never move.
@@ -197,6 +258,7 @@ typedef const OrtApiBase*(ORT_API_CALL* OrtGetApiBaseFunction)();
 #define ORTSERVE_SLOT(member, index)                                 \
   static_assert(offsetof(OrtApi, member) == (index) * sizeof(void*), \
                 "OrtApi::" #member " must be slot " #index)
+ORTSERVE_SLOT(CreateStatus, 0);
 ORTSERVE_SLOT(GetErrorMessage, 2);
 ORTSERVE_SLOT(CreateEnv, 3);
 ORTSERVE_SLOT(CreateSession, 7);
@@ -206,6 +268,9 @@ ORTSERVE_SLOT(EnableProfiling, 14);
 ORTSERVE_SLOT(SetSessionGraphOptimizationLevel, 23);
 ORTSERVE_SLOT(SetIntraOpNumThreads, 24);
 ORTSERVE_SLOT(SetInterOpNumThreads, 25);
+ORTSERVE_SLOT(CreateCustomOpDomain, 26);
+ORTSERVE_SLOT(CustomOpDomain_Add, 27);
+ORTSERVE_SLOT(AddCustomOpDomain, 28);
 ORTSERVE_SLOT(SessionGetInputCount, 30);
 ORTSERVE_SLOT(SessionGetOutputCount, 31);
 ORTSERVE_SLOT(SessionGetInputTypeInfo, 33);
@@ -225,6 +290,12 @@ ORTSERVE_SLOT(GetTensorTypeAndShape, 65);
 ORTSERVE_SLOT(CreateCpuMemoryInfo, 69);
 ORTSERVE_SLOT(AllocatorFree, 76);
 ORTSERVE_SLOT(GetAllocatorWithDefaultOptions, 78);
+ORTSERVE_SLOT(KernelInfoGetAttribute_float, 85);
+ORTSERVE_SLOT(KernelInfoGetAttribute_int64, 86);
+ORTSERVE_SLOT(KernelContext_GetInputCount, 88);
+ORTSERVE_SLOT(KernelContext_GetOutputCount, 89);
+ORTSERVE_SLOT(KernelContext_GetInput, 90);
+ORTSERVE_SLOT(KernelContext_GetOutput, 91);
 ORTSERVE_SLOT(ReleaseStatus, 93);
 ORTSERVE_SLOT(ReleaseSession, 95);
 ORTSERVE_SLOT(ReleaseValue, 96);
@@ -238,6 +309,8 @@ ORTSERVE_SLOT(BindInput, 136);
 ORTSERVE_SLOT(BindOutput, 137);
 ORTSERVE_SLOT(BindOutputToDevice, 138);
 ORTSERVE_SLOT(GetBoundOutputValues, 140);
+ORTSERVE_SLOT(KernelContext_ParallelFor, 274);
 #undef ORTSERVE_SLOT
-static_assert(sizeof(OrtApi) == 141 * sizeof(void*), "OrtApi ends at GetBoundOutputValues (slot 140)");
+static_assert(sizeof(OrtApi) == 275 * sizeof(void*), "OrtApi ends at KernelContext_ParallelFor (slot 274)");
+static_assert(sizeof(OrtCustomOp) == 176, "OrtCustomOp holds the members up to C API version 17");
 static_assert(sizeof(OrtApiBase) == 2 * sizeof(void*), "OrtApiBase holds GetApi and GetVersionString");

@@ -14,14 +14,17 @@
 #include <dlfcn.h>
 #include <napi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "attention.h"
 #include "ort-api.h"
 
 namespace {
@@ -130,6 +133,191 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, runtimeVersion);
 }
 
+// ---- ortserve.CachedAttention: the custom operator over attention.cc ----
+// Inputs: qkv, past key, past value, seqlens_k, cos cache, sin cache, position ids (the
+// GroupQueryAttention inputs src/core/runner/attention-graph.ts keeps); outputs: the attention
+// and the present key and value, which IoBinding binds over the past buffers (when they are
+// not, the past is copied into them first).
+
+struct AttentionKernel {
+  int heads = 0;
+  int kvHeads = 0;
+  float scale = 0;
+};
+
+constexpr size_t kAttentionInputs = 7;
+
+const char* ORT_API_CALL AttentionName(const OrtCustomOp*) { return "CachedAttention"; }
+const char* ORT_API_CALL AttentionProvider(const OrtCustomOp*) { return "CPUExecutionProvider"; }
+ONNXTensorElementDataType ORT_API_CALL AttentionInputType(const OrtCustomOp*, size_t index) {
+  if (index == 3) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
+  if (index == 6) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+size_t ORT_API_CALL AttentionInputCount(const OrtCustomOp*) { return kAttentionInputs; }
+ONNXTensorElementDataType ORT_API_CALL AttentionOutputType(const OrtCustomOp*, size_t) {
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+size_t ORT_API_CALL AttentionOutputCount(const OrtCustomOp*) { return 3; }
+OrtCustomOpInputOutputCharacteristic ORT_API_CALL AttentionRequired(const OrtCustomOp*, size_t) {
+  return INPUT_OUTPUT_REQUIRED;
+}
+OrtMemType ORT_API_CALL AttentionInputMemory(const OrtCustomOp*, size_t) { return OrtMemTypeDefault; }
+int ORT_API_CALL AttentionNoVariadic(const OrtCustomOp*) { return 0; }
+void ORT_API_CALL AttentionDestroy(void* kernel) { delete static_cast<AttentionKernel*>(kernel); }
+
+OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp*, const OrtApi* api, const OrtKernelInfo* info,
+                                        void** out) {
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  float scale = 0;
+  OrtStatus* status = api->KernelInfoGetAttribute_int64(info, "num_heads", &heads);
+  if (status == nullptr) status = api->KernelInfoGetAttribute_int64(info, "kv_num_heads", &kvHeads);
+  if (status != nullptr) return status;
+  // scale is optional (GroupQueryAttention's default is 1/sqrt(head size), applied per run).
+  if (OrtStatus* noScale = api->KernelInfoGetAttribute_float(info, "scale", &scale)) {
+    api->ReleaseStatus(noScale);
+    scale = 0;
+  }
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return api->CreateStatus(ORT_RUNTIME_EXCEPTION, "CachedAttention: num_heads must be a positive multiple of kv_num_heads");
+  auto* kernel = new AttentionKernel();
+  kernel->heads = static_cast<int>(heads);
+  kernel->kvHeads = static_cast<int>(kvHeads);
+  kernel->scale = scale;
+  *out = kernel;
+  return nullptr;
+}
+
+struct TensorView {
+  void* data = nullptr;
+  std::vector<int64_t> dims;
+};
+
+std::string Describe(const OrtValue* value, TensorView* view) {
+  OrtTensorTypeAndShapeInfo* info = nullptr;
+  std::string error = failure(ort->GetTensorTypeAndShape(value, &info));
+  size_t rank = 0;
+  if (error.empty()) error = failure(ort->GetDimensionsCount(info, &rank));
+  if (error.empty()) {
+    view->dims.resize(rank);
+    error = failure(ort->GetDimensions(info, view->dims.data(), rank));
+  }
+  if (info != nullptr) ort->ReleaseTensorTypeAndShapeInfo(info);
+  if (error.empty()) error = failure(ort->GetTensorMutableData(const_cast<OrtValue*>(value), &view->data));
+  return error;
+}
+
+struct ParallelCall {
+  const std::function<void(size_t)>* fn;
+};
+
+void RunItem(void* data, size_t item) { (*static_cast<ParallelCall*>(data)->fn)(item); }
+
+std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* context) {
+  TensorView in[kAttentionInputs];
+  for (size_t i = 0; i < kAttentionInputs; i++) {
+    const OrtValue* value = nullptr;
+    std::string error = failure(ort->KernelContext_GetInput(context, i, &value));
+    if (error.empty()) error = Describe(value, &in[i]);
+    if (!error.empty()) return error;
+  }
+  const TensorView& qkv = in[0];
+  const TensorView& pastKey = in[1];
+  const TensorView& pastValue = in[2];
+  if (qkv.dims.size() != 3 || pastKey.dims.size() != 4 || pastValue.dims != pastKey.dims || in[4].dims.size() != 2 ||
+      in[5].dims != in[4].dims || in[6].dims.size() != 2)
+    return "unexpected input ranks";
+  ortserve::AttentionShape shape;
+  shape.batch = static_cast<int>(qkv.dims[0]);
+  shape.sequence = static_cast<int>(qkv.dims[1]);
+  shape.heads = kernel.heads;
+  shape.kvHeads = kernel.kvHeads;
+  shape.headDim = static_cast<int>(pastKey.dims[3]);
+  shape.capacity = static_cast<int>(pastKey.dims[2]);
+  shape.rotaryPositions = in[4].dims[0];
+  shape.scale = kernel.scale != 0 ? kernel.scale : 1.0f / std::sqrt(static_cast<float>(shape.headDim));
+  if (qkv.dims[2] != static_cast<int64_t>(shape.heads + 2 * shape.kvHeads) * shape.headDim ||
+      pastKey.dims[0] != shape.batch || pastKey.dims[1] != shape.kvHeads || in[4].dims[1] * 2 != shape.headDim ||
+      in[3].dims.size() != 1 || in[3].dims[0] != shape.batch || in[6].dims[0] != shape.batch ||
+      in[6].dims[1] != shape.sequence)
+    return "input shapes do not agree with num_heads, kv_num_heads and each other";
+
+  const int64_t outDims[3] = {shape.batch, shape.sequence, static_cast<int64_t>(shape.heads) * shape.headDim};
+  OrtValue* outputs[3] = {nullptr, nullptr, nullptr};
+  std::string error = failure(ort->KernelContext_GetOutput(context, 0, outDims, 3, &outputs[0]));
+  for (size_t o = 1; o < 3 && error.empty(); o++)
+    error = failure(ort->KernelContext_GetOutput(context, o, pastKey.dims.data(), 4, &outputs[o]));
+  void* out[3] = {nullptr, nullptr, nullptr};
+  for (size_t o = 0; o < 3 && error.empty(); o++) error = failure(ort->GetTensorMutableData(outputs[o], &out[o]));
+  if (!error.empty()) return error;
+  // Present bound over past (the engine's case) is updated in place; otherwise it starts as a copy.
+  size_t cacheBytes = sizeof(float);
+  for (int64_t d : pastKey.dims) cacheBytes *= static_cast<size_t>(d);
+  if (out[1] != pastKey.data) std::memcpy(out[1], pastKey.data, cacheBytes);
+  if (out[2] != pastValue.data) std::memcpy(out[2], pastValue.data, cacheBytes);
+
+  ortserve::ParallelFor parallelFor = [context](size_t count, const std::function<void(size_t)>& fn) {
+    ParallelCall call{&fn};
+    OrtStatus* status = ort->KernelContext_ParallelFor(context, RunItem, count, 0, &call);
+    if (status != nullptr) {
+      ort->ReleaseStatus(status);
+      for (size_t i = 0; i < count; i++) fn(i);
+    }
+  };
+  const char* problem = ortserve::CachedAttention(
+      shape, static_cast<const float*>(qkv.data), static_cast<float*>(out[1]), static_cast<float*>(out[2]),
+      static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
+      static_cast<const float*>(in[4].data), static_cast<const float*>(in[5].data), static_cast<float*>(out[0]),
+      parallelFor);
+  return problem != nullptr ? problem : "";
+}
+
+OrtStatus* ORT_API_CALL AttentionCompute(void* kernel, OrtKernelContext* context) {
+  std::string error = ComputeAttention(*static_cast<AttentionKernel*>(kernel), context);
+  if (error.empty()) return nullptr;
+  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("CachedAttention: " + error).c_str());
+}
+
+OrtCustomOp MakeAttentionOp() {
+  OrtCustomOp op{};
+  op.version = ortserve::kOrtApiVersion;
+  op.GetName = AttentionName;
+  op.GetExecutionProviderType = AttentionProvider;
+  op.GetInputType = AttentionInputType;
+  op.GetInputTypeCount = AttentionInputCount;
+  op.GetOutputType = AttentionOutputType;
+  op.GetOutputTypeCount = AttentionOutputCount;
+  op.KernelDestroy = AttentionDestroy;
+  op.GetInputCharacteristic = AttentionRequired;
+  op.GetOutputCharacteristic = AttentionRequired;
+  op.GetInputMemoryType = AttentionInputMemory;
+  op.GetVariadicInputMinArity = AttentionNoVariadic;
+  op.GetVariadicInputHomogeneity = AttentionNoVariadic;
+  op.GetVariadicOutputMinArity = AttentionNoVariadic;
+  op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
+  op.CreateKernelV2 = AttentionCreate;
+  op.KernelComputeV2 = AttentionCompute;
+  return op;
+}
+
+const OrtCustomOp gAttentionOp = MakeAttentionOp();
+
+// The "ortserve" operator domain, made once and kept for the process (sessions refer to it).
+OrtCustomOpDomain* attentionDomain = nullptr;
+
+std::string AddAttentionDomain(OrtSessionOptions* options) {
+  std::lock_guard<std::mutex> lock(runtimeMutex);
+  if (attentionDomain == nullptr) {
+    OrtCustomOpDomain* domain = nullptr;
+    std::string error = failure(ort->CreateCustomOpDomain("ortserve", &domain));
+    if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &gAttentionOp));
+    if (!error.empty()) return error;
+    attentionDomain = domain;
+  }
+  return failure(ort->AddCustomOpDomain(options, attentionDomain));
+}
+
 struct ValueInfo {
   std::string name;
   bool isTensor = false;
@@ -181,7 +369,7 @@ class Session : public Napi::ObjectWrap<Session> {
                         InstanceMethod<&Session::Run>("run"), InstanceMethod<&Session::Release>("release")});
   }
 
-  // new Session(modelPath, intraOpThreads, interOpThreads)
+  // new Session(modelPath, intraOpThreads, interOpThreads, cachedAttention)
   explicit Session(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Session>(info) {
     Napi::Env env = info.Env();
     if (ort == nullptr) {
@@ -195,6 +383,8 @@ class Session : public Napi::ObjectWrap<Session> {
     std::string path = info[0].As<Napi::String>().Utf8Value();
     int intra = info[1].As<Napi::Number>().Int32Value();
     int inter = info[2].As<Napi::Number>().Int32Value();
+    // The graph uses ortserve.CachedAttention (src/core/runner/attention-graph.ts).
+    bool cachedAttention = info.Length() > 3 && info[3].ToBoolean().Value();
     // The options onnxruntime-node is given by createDecoderSession (src/core/runner/ort-session.ts);
     // the CPU execution provider is the default.
     OrtSessionOptions* options = nullptr;
@@ -203,6 +393,7 @@ class Session : public Napi::ObjectWrap<Session> {
     if (error.empty()) error = failure(ort->SetInterOpNumThreads(options, inter));
     if (error.empty()) error = failure(ort->SetSessionGraphOptimizationLevel(options, ORT_ENABLE_ALL));
     if (error.empty()) error = failure(ort->SetSessionExecutionMode(options, ORT_SEQUENTIAL));
+    if (error.empty() && cachedAttention) error = AddAttentionDomain(options);
     // A profiling aid, not a setting: ORTSERVE_ORT_PROFILE=<path prefix> traces every node.
     const char* profile = getenv("ORTSERVE_ORT_PROFILE");
     if (error.empty() && profile != nullptr && profile[0] != '\0') error = failure(ort->EnableProfiling(options, profile));

@@ -25,6 +25,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
+import { cachedAttentionModel } from "./attention-graph.ts";
 
 interface RawMetadata {
   name: string;
@@ -58,7 +59,12 @@ interface SessionAddon {
   readonly apiVersion: number;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
-  Session: new (modelPath: string, intraOpThreads: number, interOpThreads: number) => RawSession;
+  Session: new (
+    modelPath: string,
+    intraOpThreads: number,
+    interOpThreads: number,
+    cachedAttention: boolean,
+  ) => RawSession;
 }
 
 /** ONNX element types (onnxruntime_c_api.h) by Tensor type, and the typed array each uses. */
@@ -100,6 +106,12 @@ export interface NativeSessionOptions {
   interOpThreads: number;
   /** Logits go into one buffer the session reuses: each run's are valid until the next run. */
   reuseLogits?: boolean;
+  /**
+   * Runs attention with ortserve's kernel (native/src/attention.cc) instead of ONNX Runtime's
+   * GroupQueryAttention, through the rewritten graph of attention-graph.ts. Default: on, unless
+   * ORTSERVE_CACHED_ATTENTION=0.
+   */
+  cachedAttention?: boolean;
 }
 
 function rawTensor(name: string, t: Tensor): RawTensor {
@@ -281,8 +293,17 @@ function load(): NativeSessions | undefined {
   }
   return {
     version,
-    create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits }) =>
-      new NativeDecoderSession(new addon.Session(modelPath, intraOpThreads, interOpThreads), reuseLogits),
+    create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention }) => {
+      const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
+      const rewritten = wanted ? cachedAttentionModel(modelPath) : undefined;
+      const session = new addon.Session(
+        rewritten ?? modelPath,
+        intraOpThreads,
+        interOpThreads,
+        rewritten !== undefined,
+      );
+      return new NativeDecoderSession(session, reuseLogits);
+    },
   };
 }
 

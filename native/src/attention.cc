@@ -1,0 +1,326 @@
+// See attention.h. Per (row, query head, block of up to 8 new tokens) work
+// item: queries are rotated once, scored against the row's cached keys four at
+// a time (four independent FMA chains, one horizontal add for the four), tile
+// by tile of 64 positions so every token of the block reads a tile from L1,
+// softmaxed with a vectorised exp, and the values are summed with the
+// unnormalised weights (one scaling at the end). Keys and values are read
+// straight from the cache: nothing is packed or copied per step.
+#include "attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define ORTSERVE_ATTENTION_AVX2 1
+#include <immintrin.h>
+#define AVX2_FMA_FN __attribute__((target("avx2,fma")))
+#endif
+
+namespace ortserve {
+namespace {
+
+// New tokens of one row handled by one work item while prefilling.
+constexpr int kTokenBlock = 8;
+// Below this many (query, cached position) pairs a step's attention runs on the calling thread:
+// waking the pool would cost more than the work.
+constexpr int64_t kParallelPairs = 4096;
+
+bool detectAvx2Fma() {
+#ifdef ORTSERVE_ATTENTION_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+const bool gAvx2Fma = detectAvx2Fma();
+
+// Rotary embedding, non-interleaved halves (as GroupQueryAttention with
+// rotary_interleaved = 0): x[i] and x[i + half] turn by the angle of pair i.
+void Rotate(const float* in, float* out, int headDim, const float* cosRow, const float* sinRow) {
+  const int half = headDim / 2;
+  for (int i = 0; i < half; i++) {
+    const float x1 = in[i];
+    const float x2 = in[i + half];
+    out[i] = x1 * cosRow[i] - x2 * sinRow[i];
+    out[i + half] = x2 * cosRow[i] + x1 * sinRow[i];
+  }
+}
+
+// ---- portable kernels ----
+
+void ScoresScalar(const float* q, const float* keys, int length, int headDim, float scale, float* scores) {
+  for (int j = 0; j < length; j++) {
+    const float* k = keys + static_cast<size_t>(j) * headDim;
+    float s = 0;
+    for (int d = 0; d < headDim; d++) s += q[d] * k[d];
+    scores[j] = s * scale;
+  }
+}
+
+// exp(scores - max) in place; returns their sum.
+float SoftmaxNumeratorsScalar(float* scores, int length) {
+  float max = scores[0];
+  for (int j = 1; j < length; j++) max = std::max(max, scores[j]);
+  float sum = 0;
+  for (int j = 0; j < length; j++) {
+    scores[j] = std::exp(scores[j] - max);
+    sum += scores[j];
+  }
+  return sum;
+}
+
+// out += sum over j of weights[j] values[j].
+void AccumulateValuesScalar(const float* weights, const float* values, int length, int headDim, float* out) {
+  for (int j = 0; j < length; j++) {
+    const float w = weights[j];
+    const float* v = values + static_cast<size_t>(j) * headDim;
+    for (int d = 0; d < headDim; d++) out[d] += w * v[d];
+  }
+}
+
+#ifdef ORTSERVE_ATTENTION_AVX2
+// Sums of four vectors' lanes, as one vector of four.
+AVX2_FMA_FN inline __m128 Sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_hadd_ps(a, b);
+  const __m256 cd = _mm256_hadd_ps(c, d);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+AVX2_FMA_FN void ScoresAvx2(const float* q, const float* keys, int length, int headDim, float scale,
+                            float* scores) {
+  const __m128 scale4 = _mm_set1_ps(scale);
+  int j = 0;
+  for (; j + 4 <= length; j += 4) {
+    const float* k0 = keys + static_cast<size_t>(j) * headDim;
+    const float* k1 = k0 + headDim;
+    const float* k2 = k1 + headDim;
+    const float* k3 = k2 + headDim;
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps();
+    __m256 a3 = _mm256_setzero_ps();
+    for (int d = 0; d < headDim; d += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + d);
+      a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
+      a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + d), a1);
+      a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), a2);
+      a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), a3);
+    }
+    _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), scale4));
+  }
+  for (; j < length; j++) {
+    const float* k = keys + static_cast<size_t>(j) * headDim;
+    __m256 a = _mm256_setzero_ps();
+    for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a);
+    const __m128 s = Sum4(a, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+    scores[j] = _mm_cvtss_f32(s) * scale;
+  }
+}
+
+// exp on eight lanes for x <= 0 (Cody-Waite reduction by ln 2, degree-6
+// polynomial, the exponent added back in the float's exponent bits).
+AVX2_FMA_FN inline __m256 Exp8(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length) {
+  int j = 0;
+  __m256 maxv = _mm256_set1_ps(-INFINITY);
+  for (; j + 8 <= length; j += 8) maxv = _mm256_max_ps(maxv, _mm256_loadu_ps(scores + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, maxv);
+  float max = lanes[0];
+  for (int i = 1; i < 8; i++) max = std::max(max, lanes[i]);
+  for (; j < length; j++) max = std::max(max, scores[j]);
+  const __m256 m = _mm256_set1_ps(max);
+  __m256 sumv = _mm256_setzero_ps();
+  j = 0;
+  for (; j + 8 <= length; j += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), m));
+    _mm256_storeu_ps(scores + j, e);
+    sumv = _mm256_add_ps(sumv, e);
+  }
+  _mm256_store_ps(lanes, sumv);
+  float sum = 0;
+  for (float lane : lanes) sum += lane;
+  for (; j < length; j++) {
+    scores[j] = std::exp(scores[j] - max);
+    sum += scores[j];
+  }
+  return sum;
+}
+
+AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const float* values, int length, int headDim,
+                                      float* out) {
+  int d0 = 0;
+  // Eight accumulators (64 dimensions) stay in registers across the positions.
+  for (; d0 + 64 <= headDim; d0 += 64) {
+    __m256 acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = _mm256_loadu_ps(out + d0 + 8 * i);
+    for (int j = 0; j < length; j++) {
+      const __m256 w = _mm256_set1_ps(weights[j]);
+      const float* v = values + static_cast<size_t>(j) * headDim + d0;
+      for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * i), acc[i]);
+    }
+    for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + d0 + 8 * i, acc[i]);
+  }
+  for (; d0 < headDim; d0 += 8) {
+    __m256 acc = _mm256_loadu_ps(out + d0);
+    for (int j = 0; j < length; j++)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j]), _mm256_loadu_ps(values + static_cast<size_t>(j) * headDim + d0),
+                            acc);
+    _mm256_storeu_ps(out + d0, acc);
+  }
+}
+#endif
+
+// Cached positions per tile: a tile's keys (or values), 64 x 256 bytes for a head of 64, stay in
+// L1 while every new token of a block reads them.
+constexpr int kPositionTile = 64;
+
+// One query head over a block of new tokens: token i attends to positions [0, lengths[i]), with
+// lengths ascending. scores holds `count` rows of `stride` floats; out rows are headDim apart.
+void AttendBlock(const float* const* queries, const int* lengths, int count, const float* keys,
+                 const float* values, int headDim, float scale, float* scores, int stride, float* const* out) {
+  const int longest = lengths[count - 1];
+#ifdef ORTSERVE_ATTENTION_AVX2
+  const bool avx = gAvx2Fma && headDim % 8 == 0;
+#else
+  const bool avx = false;
+#endif
+  const size_t D = static_cast<size_t>(headDim);
+  for (int j0 = 0; j0 < longest; j0 += kPositionTile)
+    for (int i = 0; i < count; i++) {
+      const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
+      if (n <= 0) continue;
+#ifdef ORTSERVE_ATTENTION_AVX2
+      if (avx) {
+        ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
+        continue;
+      }
+#endif
+      ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
+    }
+  float sums[kTokenBlock];
+  for (int i = 0; i < count; i++) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+    if (avx) {
+      sums[i] = SoftmaxNumeratorsAvx2(scores + i * stride, lengths[i]);
+      continue;
+    }
+#endif
+    sums[i] = SoftmaxNumeratorsScalar(scores + i * stride, lengths[i]);
+  }
+  for (int i = 0; i < count; i++) std::fill(out[i], out[i] + D, 0.0f);
+  for (int j0 = 0; j0 < longest; j0 += kPositionTile)
+    for (int i = 0; i < count; i++) {
+      const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
+      if (n <= 0) continue;
+#ifdef ORTSERVE_ATTENTION_AVX2
+      if (avx) {
+        AccumulateValuesAvx2(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
+        continue;
+      }
+#endif
+      AccumulateValuesScalar(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
+    }
+  for (int i = 0; i < count; i++) {
+    const float inv = 1.0f / sums[i];
+    for (size_t d = 0; d < D; d++) out[i][d] *= inv;
+  }
+}
+
+}  // namespace
+
+const char* CachedAttention(const AttentionShape& s, const float* qkv, float* keyCache, float* valueCache,
+                            const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                            const float* sinCache, float* out, const ParallelFor& parallelFor) {
+  if (s.batch <= 0 || s.sequence <= 0) return nullptr;
+  if (s.heads <= 0 || s.kvHeads <= 0 || s.heads % s.kvHeads != 0) return "num_heads must be a multiple of kv_num_heads";
+  if (s.headDim <= 0 || s.headDim % 2 != 0) return "the head size must be even";
+  const int group = s.heads / s.kvHeads;
+  const size_t D = static_cast<size_t>(s.headDim);
+  const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * D;
+  const size_t rowSpan = static_cast<size_t>(s.capacity) * D;
+  const int half = s.headDim / 2;
+
+  // Each row's new tokens follow its cached ones: past = length after this step - new tokens.
+  std::vector<int> past(s.batch);
+  for (int b = 0; b < s.batch; b++) {
+    const int64_t total = static_cast<int64_t>(seqlensK[b]) + 1;
+    if (total < s.sequence || total > s.capacity) return "seqlens_k is outside the cache";
+    past[b] = static_cast<int>(total - s.sequence);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(s.batch) * s.sequence; i++)
+    if (positions[i] < 0 || positions[i] >= s.rotaryPositions) return "a position is outside the rotary cache";
+
+  // Rotated queries; rotated keys and the values go into the cache at their positions.
+  std::vector<float> queries(static_cast<size_t>(s.batch) * s.sequence * s.heads * D);
+  for (int b = 0; b < s.batch; b++)
+    for (int t = 0; t < s.sequence; t++) {
+      const size_t token = static_cast<size_t>(b) * s.sequence + t;
+      const float* in = qkv + token * packed;
+      const int64_t pos = positions[token];
+      const float* cosRow = cosCache + pos * half;
+      const float* sinRow = sinCache + pos * half;
+      for (int h = 0; h < s.heads; h++) Rotate(in + h * D, queries.data() + (token * s.heads + h) * D, s.headDim, cosRow, sinRow);
+      const size_t at = static_cast<size_t>(past[b] + t) * D;
+      for (int g = 0; g < s.kvHeads; g++) {
+        const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan + at;
+        Rotate(in + (s.heads + g) * D, keyCache + cacheRow, s.headDim, cosRow, sinRow);
+        std::copy_n(in + (s.heads + s.kvHeads + g) * D, D, valueCache + cacheRow);
+      }
+    }
+
+  const int blocks = (s.sequence + kTokenBlock - 1) / kTokenBlock;
+  const size_t items = static_cast<size_t>(s.batch) * s.heads * blocks;
+  int64_t pairs = 0;
+  for (int b = 0; b < s.batch; b++) pairs += static_cast<int64_t>(past[b] + s.sequence) * s.sequence * s.heads;
+  auto attend = [&](size_t item) {
+    const int block = static_cast<int>(item % blocks);
+    const int h = static_cast<int>((item / blocks) % s.heads);
+    const int b = static_cast<int>(item / blocks / s.heads);
+    const int g = h / group;
+    const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan;
+    const int first = block * kTokenBlock;
+    const int count = std::min(s.sequence, first + kTokenBlock) - first;
+    const float* queryRows[kTokenBlock];
+    float* outRows[kTokenBlock];
+    int lengths[kTokenBlock];
+    for (int i = 0; i < count; i++) {
+      const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
+      queryRows[i] = queries.data() + (token * s.heads + h) * D;
+      outRows[i] = out + (token * s.heads + h) * D;
+      // Causal: a new token sees the cached positions and the new ones up to itself.
+      lengths[i] = past[b] + first + i + 1;
+    }
+    const int stride = lengths[count - 1];
+    thread_local std::vector<float> scores;
+    if (scores.size() < static_cast<size_t>(count) * stride) scores.resize(static_cast<size_t>(count) * stride);
+    AttendBlock(queryRows, lengths, count, keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale,
+                scores.data(), stride, outRows);
+  };
+  if (pairs < kParallelPairs)
+    for (size_t item = 0; item < items; item++) attend(item);
+  else
+    parallelFor(items, attend);
+  return nullptr;
+}
+
+}  // namespace ortserve

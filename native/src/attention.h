@@ -1,0 +1,40 @@
+// Cached attention for the decoder graph: what GroupQueryAttention computes
+// in the shape ortserve feeds it (packed QKV, rotary from cos/sin caches at
+// position_ids, a KV cache whose past and present are one buffer), written
+// for the decode step, where ONNX Runtime's kernel packs every cached key for
+// a one-row GEMM and so pays per cached position far more than reading it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace ortserve {
+
+struct AttentionShape {
+  int batch = 0;
+  // New tokens per row (1 while decoding, a chunk while prefilling).
+  int sequence = 0;
+  int heads = 0;
+  int kvHeads = 0;
+  int headDim = 0;
+  // Positions each row of the cache holds room for.
+  int capacity = 0;
+  // Rows of the cos/sin caches (the largest position they rotate).
+  int64_t rotaryPositions = 0;
+  float scale = 0;
+};
+
+// Runs fn(item) for item in [0, count), possibly in parallel.
+using ParallelFor = std::function<void(size_t count, const std::function<void(size_t)>& fn)>;
+
+// qkv [batch, sequence, (heads + 2 kvHeads) headDim]; keyCache and valueCache
+// [batch, kvHeads, capacity, headDim], updated in place at each row's new
+// positions; seqlensK [batch] = row length after this step minus one;
+// positions [batch, sequence]; cos/sin [rotaryPositions, headDim / 2];
+// out [batch, sequence, heads headDim]. Returns nullptr, or what is wrong.
+const char* CachedAttention(const AttentionShape& shape, const float* qkv, float* keyCache, float* valueCache,
+                            const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                            const float* sinCache, float* out, const ParallelFor& parallelFor);
+
+}  // namespace ortserve

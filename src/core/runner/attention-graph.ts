@@ -1,0 +1,195 @@
+/**
+ * The decoder graph with ortserve's own attention kernel: every GroupQueryAttention node of the
+ * converted graph (packed QKV, rotary from cos/sin caches at position_ids, past and present one
+ * buffer) becomes `ortserve.CachedAttention` over the same tensors, which the native session
+ * registers (native/src/attention.cc). ONNX Runtime's kernel packs every cached key for a one-row
+ * GEMM per query head, so a decode step pays far more per cached position than reading it.
+ *
+ * The model file stays as converted (onnxruntime-node, which cannot register the kernel, loads
+ * it); the rewritten graph, a few hundred KB, is written beside it as a hidden file sharing its
+ * external data.
+ */
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+
+export const ATTENTION_DOMAIN = "ortserve";
+export const ATTENTION_OP = "CachedAttention";
+
+/** GroupQueryAttention's inputs the kernel takes, by index: qkv, past K/V, seqlens_k, cos, sin, positions. */
+const KEPT_INPUTS = [0, 3, 4, 5, 7, 8, 9];
+
+interface Field {
+  number: number;
+  wire: number;
+  /** The field's whole encoding (key included), to copy unchanged. */
+  raw: Uint8Array;
+  /** Payload of a length-delimited field. */
+  payload?: Uint8Array;
+}
+
+function readVarint(buf: Uint8Array, at: number): [number, number] {
+  let value = 0;
+  let scale = 1;
+  for (;;) {
+    if (at >= buf.length) throw new Error("truncated varint");
+    const byte = buf[at++]!;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return [value, at];
+    scale *= 128;
+  }
+}
+
+function fields(buf: Uint8Array): Field[] {
+  const out: Field[] = [];
+  let at = 0;
+  while (at < buf.length) {
+    const start = at;
+    const [key, next] = readVarint(buf, at);
+    at = next;
+    const wire = key & 7;
+    let payload: Uint8Array | undefined;
+    if (wire === 0) [, at] = readVarint(buf, at);
+    else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else if (wire === 2) {
+      const [len, body] = readVarint(buf, at);
+      payload = buf.subarray(body, body + len);
+      at = body + len;
+    } else throw new Error(`unsupported protobuf wire type ${wire}`);
+    if (at > buf.length) throw new Error("truncated field");
+    out.push({ number: Math.floor(key / 8), wire, raw: buf.subarray(start, at), payload });
+  }
+  return out;
+}
+
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  while (value >= 0x80) {
+    bytes.push((value % 128) | 0x80);
+    value = Math.floor(value / 128);
+  }
+  bytes.push(value);
+  return bytes;
+}
+
+function lengthDelimited(number: number, payload: Uint8Array): Uint8Array {
+  return concat([Uint8Array.from([...varint(number * 8 + 2), ...varint(payload.length)]), payload]);
+}
+
+function stringField(number: number, text: string): Uint8Array {
+  return lengthDelimited(number, new TextEncoder().encode(text));
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes ?? new Uint8Array());
+
+// NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
+function rewriteNode(node: Uint8Array): Uint8Array | undefined {
+  const fs = fields(node);
+  const opType = text(fs.find((f) => f.number === 4)?.payload);
+  const domain = text(fs.find((f) => f.number === 7)?.payload);
+  if (opType !== "GroupQueryAttention" || domain !== "com.microsoft") return undefined;
+  const inputs = fs.filter((f) => f.number === 1).map((f) => text(f.payload));
+  // Only the form the converter emits (packed QKV, no separate K and V): anything else keeps ORT's kernel.
+  if (inputs.length !== 10 || inputs[1] !== "" || inputs[2] !== "")
+    throw new Error("unexpected GroupQueryAttention inputs");
+  return concat([
+    ...KEPT_INPUTS.map((i) => stringField(1, inputs[i]!)),
+    ...fs.filter((f) => f.number === 2 || f.number === 3 || f.number === 5).map((f) => f.raw),
+    stringField(4, ATTENTION_OP),
+    stringField(7, ATTENTION_DOMAIN),
+  ]);
+}
+
+export interface NodeSummary {
+  opType: string;
+  domain: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+/** The graph's nodes and the model's operator set imports (domain → version), as stored. */
+export function describeModel(model: Uint8Array): { nodes: NodeSummary[]; opsets: Map<string, number> } {
+  const nodes: NodeSummary[] = [];
+  const opsets = new Map<string, number>();
+  for (const f of fields(model)) {
+    if (f.number === 8 && f.payload) {
+      const set = fields(f.payload);
+      const version = set.find((x) => x.number === 2);
+      opsets.set(text(set.find((x) => x.number === 1)?.payload), version ? readVarint(version.raw, 1)[0] : 0);
+    }
+    if (f.number !== 7 || !f.payload) continue;
+    for (const g of fields(f.payload)) {
+      if (g.number !== 1 || !g.payload) continue;
+      const n = fields(g.payload);
+      const strings = (k: number) => n.filter((x) => x.number === k).map((x) => text(x.payload));
+      nodes.push({
+        opType: strings(4)[0] ?? "",
+        domain: strings(7)[0] ?? "",
+        inputs: strings(1),
+        outputs: strings(2),
+      });
+    }
+  }
+  return { nodes, opsets };
+}
+
+/**
+ * The ModelProto with every GroupQueryAttention node replaced and the ortserve operator set
+ * imported, or undefined when the graph has no such node (nothing to replace).
+ */
+export function withCachedAttention(model: Uint8Array): Uint8Array | undefined {
+  let replaced = 0;
+  const parts: Uint8Array[] = [];
+  for (const f of fields(model)) {
+    if (f.number !== 7 || !f.payload) {
+      parts.push(f.raw);
+      continue;
+    }
+    // GraphProto: node 1.
+    const graph = fields(f.payload).map((g) => {
+      if (g.number !== 1 || !g.payload) return g.raw;
+      const node = rewriteNode(g.payload);
+      if (!node) return g.raw;
+      replaced++;
+      return lengthDelimited(1, node);
+    });
+    parts.push(lengthDelimited(7, concat(graph)));
+  }
+  if (replaced === 0) return undefined;
+  // OperatorSetIdProto: domain 1, version 2.
+  parts.push(lengthDelimited(8, concat([stringField(1, ATTENTION_DOMAIN), Uint8Array.from([0x10, 1])])));
+  return concat(parts);
+}
+
+/**
+ * The path of `modelPath`'s graph with the cached-attention kernel: a sibling file (ONNX Runtime
+ * only reads external data from the graph's own directory), rewritten when the original changes.
+ * Undefined when the graph has no GroupQueryAttention node, or the directory cannot be written.
+ */
+export function cachedAttentionModel(modelPath: string): string | undefined {
+  const rewritten = withCachedAttention(readFileSync(modelPath));
+  if (!rewritten) return undefined;
+  const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.cached-attention.onnx`);
+  try {
+    if (existsSync(target) && Buffer.from(rewritten).equals(readFileSync(target))) return target;
+    const staging = `${target}.${process.pid}.tmp`;
+    writeFileSync(staging, rewritten);
+    renameSync(staging, target);
+    return target;
+  } catch (err) {
+    process.emitWarning(
+      `ortserve: cannot write ${target} (${(err as Error).message}); using ONNX Runtime's attention`,
+    );
+    return undefined;
+  }
+}
