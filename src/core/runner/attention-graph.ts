@@ -9,8 +9,10 @@
  * it); the rewritten graph, a few hundred KB, is written beside it as a hidden file sharing its
  * external data.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { threadId } from "node:worker_threads";
 
 export const ATTENTION_DOMAIN = "ortserve";
 export const ATTENTION_OP = "CachedAttention";
@@ -182,7 +184,8 @@ export function cachedAttentionModel(modelPath: string): string | undefined {
   const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.cached-attention.onnx`);
   try {
     if (existsSync(target) && Buffer.from(rewritten).equals(readFileSync(target))) return target;
-    const staging = `${target}.${process.pid}.tmp`;
+    // Engines in several worker threads of one process may write it at once.
+    const staging = `${target}.${process.pid}.${threadId}.${randomBytes(4).toString("hex")}.tmp`;
     writeFileSync(staging, rewritten);
     renameSync(staging, target);
     return target;
