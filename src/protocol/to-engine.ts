@@ -125,11 +125,6 @@ function toGenerateParams(
     cacheSalt: req.cache_salt,
   };
   if (req.constraint) {
-    if (req.use_beam_search)
-      throw invalidRequest(
-        "use_beam_search cannot be combined with structured outputs (beams would need forked grammar states).",
-        "use_beam_search",
-      );
     // The constraint's content is checked here already, so a refusal is a 400 before any work.
     try {
       checkSupported(req.constraint);

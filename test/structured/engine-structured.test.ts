@@ -149,7 +149,7 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
     expect(out.choices[0]!.stopReason).toBe(",3");
   });
 
-  it("refusals are 400s naming the feature; beam search with a constraint is refused", async () => {
+  it("refusals are 400s naming the feature", async () => {
     await expect(
       run("x", { kind: "json_schema", schema: '{"type":"integer","multipleOf":3}', anyWhitespace: true }),
     ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("multipleOf") });
@@ -157,8 +157,33 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
       status: 400,
       message: expect.stringContaining("nope"),
     });
-    await expect(
-      run("x", { kind: "choice", choices: ["a"] }, { useBeamSearch: true, sampling: { temperature: 0 } }),
-    ).rejects.toMatchObject({ status: 400, param: "use_beam_search" });
+  });
+
+  it("beam search: every beam grows inside the language, forks and all", async () => {
+    const beam = { useBeamSearch: true, sampling: { temperature: 0 } };
+    const cities = ["Paris", "Lyon", "Marseille", "Nice"];
+    const choice = await run("Which city?", { kind: "choice", choices: cities }, { ...beam, n: 3 });
+    expect(choice.choices).toHaveLength(3);
+    for (const c of choice.choices) expect(cities).toContain(c.text);
+    const regex = await run(
+      "Give a product code.",
+      { kind: "regex", pattern: "[A-Z]{2}-[0-9]{3,5}" },
+      { ...beam, n: 4, maxTokens: 24 },
+    );
+    for (const c of regex.choices)
+      if (c.finishReason === "stop") expect(c.text).toMatch(/^[A-Z]{2}-[0-9]{3,5}$/);
+    expect(regex.choices.some((c) => c.finishReason === "stop")).toBe(true);
+    const schema = {
+      type: "object",
+      properties: { n: { type: "integer" }, ok: { type: "boolean" } },
+      required: ["n", "ok"],
+    };
+    const validate = ajv.compile(schema);
+    const json = await run(
+      "Reply with JSON.",
+      { kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: false },
+      { ...beam, n: 2, maxTokens: 40 },
+    );
+    for (const c of finished(json.choices)) expect(validate(JSON.parse(c.text)), c.text).toBe(true);
   });
 });

@@ -59,7 +59,7 @@ export function admit(
   };
   if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
-  if (req.useBeamSearch) active.beams = beamGroup(active, ctx);
+  if (req.useBeamSearch) active.beams = beamGroup(active, ctx, constraints);
   else active.sequences = choices(active, ctx, constraints);
   return active;
 }
@@ -189,7 +189,7 @@ function choices(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenCon
   });
 }
 
-function beamGroup(a: ActiveRequest, ctx: AdmissionContext): BeamGroup {
+function beamGroup(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenConstraint[]): BeamGroup {
   const r = a.req;
   return new BeamGroup(
     a.promptIds.length,
@@ -203,5 +203,6 @@ function beamGroup(a: ActiveRequest, ctx: AdmissionContext): BeamGroup {
     },
     ctx.tokenize.tokenizer,
     r.skipSpecialTokens,
+    constraints && { perRow: constraints, stopTokenIds: ctx.model.eosTokenIds },
   );
 }

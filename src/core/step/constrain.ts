@@ -17,6 +17,8 @@ export interface TokenConstraint {
   readonly terminated?: boolean;
   /** Frees what the constraint holds once its sequence has finished. */
   release?(): void;
+  /** Back to the state before any token (beam search replays a beam's tokens into a free row). */
+  reset?(): void;
 }
 
 /** 32-bit words in one sequence's mask. */

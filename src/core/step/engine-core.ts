@@ -115,15 +115,8 @@ export class EngineCore {
    */
   async submit(req: EngineRequest, emit: EventSink): Promise<{ abort(): void }> {
     let constraints: TokenConstraint[] | undefined;
-    if (req.constraint) {
-      if (req.useBeamSearch)
-        throw new RequestError(
-          "invalid_request",
-          "use_beam_search cannot be combined with structured outputs",
-          "use_beam_search",
-        );
-      constraints = await this.structuredBackend().constraints(req.constraint, req.n);
-    }
+    // One constraint per choice, or per beam row with beam search (n is the beam width).
+    if (req.constraint) constraints = await this.structuredBackend().constraints(req.constraint, req.n);
     const markAborted = () => {
       if (active.aborted) return;
       active.aborted = true;
@@ -219,7 +212,7 @@ export class EngineCore {
     sequences.forEach((seq, i) => {
       deliver(choices[i]!.d.owner, seq, sampled[i]!);
     });
-    this.advanceBeamRows(live);
+    await this.advanceBeamRows(live);
     this.scheduler.compact();
     const t = this.timing;
     t.decodeForwardMs += t1 - t0;
@@ -252,7 +245,7 @@ export class EngineCore {
   }
 
   /** Beam groups advance as a whole, with one logits row per live beam in the group's order. */
-  private advanceBeamRows(live: { d: Row; logits: Float32Array }[]): void {
+  private async advanceBeamRows(live: { d: Row; logits: Float32Array }[]): Promise<void> {
     const byGroup = new Map<ActiveRequest, Map<BeamRow, Float32Array>>();
     for (const { d, logits } of live) {
       if (!(d.seq instanceof BeamRow) || d.owner.aborted || d.seq.finished) continue;
@@ -261,7 +254,7 @@ export class EngineCore {
       rows.set(d.seq, logits);
     }
     for (const [owner, rows] of byGroup)
-      advanceBeams(
+      await advanceBeams(
         owner,
         owner.beams!.rows.map((b) => rows.get(b)!),
         this.runner.kv,
@@ -289,7 +282,7 @@ export class EngineCore {
     if (a.maxTokens === 0) return;
     const last = logits.subarray(logits.length - vocab);
     // The first beam step expands the root beam alone.
-    if (a.beams) advanceBeams(a, [last], this.runner.kv, (b) => this.scheduler.rowOf(b));
+    if (a.beams) await advanceBeams(a, [last], this.runner.kv, (b) => this.scheduler.rowOf(b));
     else {
       // Every choice samples its first token from the prompt's last logits.
       const masks = await this.masks.build(a.sequences);

@@ -111,7 +111,10 @@ export class Scheduler {
         // An aborted beam search ends as a whole once its last row is gone.
         d.seq.finished = true;
         this.removeRow(r);
-        if (!this.decoding.some((x) => x.owner === d.owner)) d.owner.emit({ type: "done" });
+        if (!this.decoding.some((x) => x.owner === d.owner)) {
+          d.seq.group.release();
+          d.owner.emit({ type: "done" });
+        }
         continue;
       }
       if (!d.seq.finished) {
@@ -172,7 +175,7 @@ export class Scheduler {
       // The prompt's row is the root beam (id 0); the others receive copies on the first step.
       a.beams.rows = Array.from(
         { length: a.req.n },
-        (_, i) => new BeamRow(a.beams!, i === 0 ? 0 : -1, a.promptIds.length, -1),
+        (_, i) => new BeamRow(a.beams!, i === 0 ? 0 : -1, a.promptIds.length, -1, a.beams!.constraints?.[i]),
       );
       for (const seq of a.beams.rows) this.decoding.push({ seq, owner: a });
       return;

@@ -40,14 +40,14 @@ export function emitPrompt(a: ActiveRequest, vocab: number): void {
 }
 
 /** One beam-search step for a request from its live beams' logits rows; KV rows follow their beams. */
-export function advanceBeams(
+export async function advanceBeams(
   a: ActiveRequest,
   logits: Float32Array[],
   kv: KvRows,
   rowOf: (beam: BeamRow) => number,
-): void {
+): Promise<void> {
   const group = a.beams!;
-  group.advance(logits, (moves) => {
+  await group.advance(logits, (moves) => {
     kv.moveRows(moves.map((m) => ({ from: rowOf(m.from), to: rowOf(m.to), length: m.length })));
   });
   if (group.search.done) {

@@ -32,6 +32,11 @@ export class GrammarConstraint implements TokenConstraint {
     return false;
   }
 
+  reset(): void {
+    this.matcher?.reset();
+    this.rejected = false;
+  }
+
   get terminated(): boolean {
     return this.matcher?.isTerminated() ?? true;
   }
