@@ -9,13 +9,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ORTSERVE_ATTENTION_AVX2 1
 #include <immintrin.h>
-#define AVX2_FMA_FN __attribute__((target("avx2,fma")))
+#define AVX2_FMA_FN __attribute__((target("avx2,fma,f16c")))
 #endif
 
 namespace ortserve {
@@ -30,12 +31,74 @@ constexpr int64_t kParallelPairs = 4096;
 bool detectAvx2Fma() {
 #ifdef ORTSERVE_ATTENTION_AVX2
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #else
   return false;
 #endif
 }
 const bool gAvx2Fma = detectAvx2Fma();
+
+// IEEE binary16 conversions (round to nearest even), for the half-precision cache on machines
+// without F16C; the vector code converts with F16C.
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {
+    // Subnormal: normalise.
+    exponent = 113;
+    while ((mantissa & 0x400) == 0) {
+      mantissa <<= 1;
+      exponent--;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t abs = x & 0x7fffffff;
+  if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf, NaN
+  if (abs >= 0x477ff000) return sign | 0x7c00;                                      // overflows to inf
+  if (abs < 0x38800000) {
+    // Subnormal or zero: shift the mantissa (with its implicit bit) into place, rounding to even.
+    if (abs < 0x33000000) return sign;
+    const uint32_t shift = 113 - (abs >> 23);
+    const uint32_t mantissa = (abs & 0x7fffff) | 0x800000;
+    uint32_t half = mantissa >> (shift + 13);
+    const uint32_t rest = mantissa & ((1u << (shift + 13)) - 1);
+    const uint32_t halfway = 1u << (shift + 12);
+    if (rest > halfway || (rest == halfway && (half & 1))) half++;
+    return sign | static_cast<uint16_t>(half);
+  }
+  uint32_t half = ((abs >> 13) - (112u << 10));
+  const uint32_t rest = abs & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++;
+  return sign | static_cast<uint16_t>(half);
+}
+
+// A cache element: float, or binary16 (Half) for the half-precision cache.
+struct Half {
+  uint16_t bits;
+};
+inline float ToFloat(float x) { return x; }
+inline float ToFloat(Half h) { return HalfToFloat(h.bits); }
+inline void StoreRow(const float* in, float* out, int n) { std::copy_n(in, n, out); }
+inline void StoreRow(const float* in, Half* out, int n) {
+  for (int i = 0; i < n; i++) out[i].bits = FloatToHalf(in[i]);
+}
 
 // Rotary embedding, non-interleaved halves (as GroupQueryAttention with
 // rotary_interleaved = 0): x[i] and x[i + half] turn by the angle of pair i.
@@ -51,11 +114,12 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
 
 // ---- portable kernels ----
 
-void ScoresScalar(const float* q, const float* keys, int length, int headDim, float scale, float* scores) {
+template <typename T>
+void ScoresScalar(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
   for (int j = 0; j < length; j++) {
-    const float* k = keys + static_cast<size_t>(j) * headDim;
+    const T* k = keys + static_cast<size_t>(j) * headDim;
     float s = 0;
-    for (int d = 0; d < headDim; d++) s += q[d] * k[d];
+    for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
     scores[j] = s * scale;
   }
 }
@@ -73,11 +137,12 @@ float SoftmaxNumeratorsScalar(float* scores, int length) {
 }
 
 // out += sum over j of weights[j] values[j].
-void AccumulateValuesScalar(const float* weights, const float* values, int length, int headDim, float* out) {
+template <typename T>
+void AccumulateValuesScalar(const float* weights, const T* values, int length, int headDim, float* out) {
   for (int j = 0; j < length; j++) {
     const float w = weights[j];
-    const float* v = values + static_cast<size_t>(j) * headDim;
-    for (int d = 0; d < headDim; d++) out[d] += w * v[d];
+    const T* v = values + static_cast<size_t>(j) * headDim;
+    for (int d = 0; d < headDim; d++) out[d] += w * ToFloat(v[d]);
   }
 }
 
@@ -90,32 +155,37 @@ AVX2_FMA_FN inline __m128 Sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-AVX2_FMA_FN void ScoresAvx2(const float* q, const float* keys, int length, int headDim, float scale,
-                            float* scores) {
+AVX2_FMA_FN inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+AVX2_FMA_FN inline __m256 Load8(const Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <typename T>
+AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
   const __m128 scale4 = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= length; j += 4) {
-    const float* k0 = keys + static_cast<size_t>(j) * headDim;
-    const float* k1 = k0 + headDim;
-    const float* k2 = k1 + headDim;
-    const float* k3 = k2 + headDim;
+    const T* k0 = keys + static_cast<size_t>(j) * headDim;
+    const T* k1 = k0 + headDim;
+    const T* k2 = k1 + headDim;
+    const T* k3 = k2 + headDim;
     __m256 a0 = _mm256_setzero_ps();
     __m256 a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps();
     __m256 a3 = _mm256_setzero_ps();
     for (int d = 0; d < headDim; d += 8) {
       const __m256 qv = _mm256_loadu_ps(q + d);
-      a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
-      a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + d), a1);
-      a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), a2);
-      a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), a3);
+      a0 = _mm256_fmadd_ps(qv, Load8(k0 + d), a0);
+      a1 = _mm256_fmadd_ps(qv, Load8(k1 + d), a1);
+      a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
+      a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
     }
     _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), scale4));
   }
   for (; j < length; j++) {
-    const float* k = keys + static_cast<size_t>(j) * headDim;
+    const T* k = keys + static_cast<size_t>(j) * headDim;
     __m256 a = _mm256_setzero_ps();
-    for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a);
+    for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
     const __m128 s = Sum4(a, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     scores[j] = _mm_cvtss_f32(s) * scale;
   }
@@ -166,8 +236,8 @@ AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length) {
   return sum;
 }
 
-AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const float* values, int length, int headDim,
-                                      float* out) {
+template <typename T>
+AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int length, int headDim, float* out) {
   int d0 = 0;
   // Eight accumulators (64 dimensions) stay in registers across the positions.
   for (; d0 + 64 <= headDim; d0 += 64) {
@@ -175,16 +245,15 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const float* values,
     for (int i = 0; i < 8; i++) acc[i] = _mm256_loadu_ps(out + d0 + 8 * i);
     for (int j = 0; j < length; j++) {
       const __m256 w = _mm256_set1_ps(weights[j]);
-      const float* v = values + static_cast<size_t>(j) * headDim + d0;
-      for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * i), acc[i]);
+      const T* v = values + static_cast<size_t>(j) * headDim + d0;
+      for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
     }
     for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + d0 + 8 * i, acc[i]);
   }
   for (; d0 < headDim; d0 += 8) {
     __m256 acc = _mm256_loadu_ps(out + d0);
     for (int j = 0; j < length; j++)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j]), _mm256_loadu_ps(values + static_cast<size_t>(j) * headDim + d0),
-                            acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j]), Load8(values + static_cast<size_t>(j) * headDim + d0), acc);
     _mm256_storeu_ps(out + d0, acc);
   }
 }
@@ -196,8 +265,9 @@ constexpr int kPositionTile = 64;
 
 // One query head over a block of new tokens: token i attends to positions [0, lengths[i]), with
 // lengths ascending. scores holds `count` rows of `stride` floats; out rows are headDim apart.
-void AttendBlock(const float* const* queries, const int* lengths, int count, const float* keys,
-                 const float* values, int headDim, float scale, float* scores, int stride, float* const* out) {
+template <typename T>
+void AttendBlock(const float* const* queries, const int* lengths, int count, const T* keys, const T* values,
+                 int headDim, float scale, float* scores, int stride, float* const* out) {
   const int longest = lengths[count - 1];
 #ifdef ORTSERVE_ATTENTION_AVX2
   const bool avx = gAvx2Fma && headDim % 8 == 0;
@@ -246,11 +316,10 @@ void AttendBlock(const float* const* queries, const int* lengths, int count, con
   }
 }
 
-}  // namespace
-
-const char* CachedAttention(const AttentionShape& s, const float* qkv, float* keyCache, float* valueCache,
-                            const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
-                            const float* sinCache, float* out, const ParallelFor& parallelFor) {
+template <typename T>
+const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache, const int32_t* seqlensK,
+                      const int64_t* positions, const float* cosCache, const float* sinCache, float* out,
+                      const ParallelFor& parallelFor) {
   if (s.batch <= 0 || s.sequence <= 0) return nullptr;
   if (s.heads <= 0 || s.kvHeads <= 0 || s.heads % s.kvHeads != 0) return "num_heads must be a multiple of kv_num_heads";
   if (s.headDim <= 0 || s.headDim % 2 != 0) return "the head size must be even";
@@ -272,6 +341,7 @@ const char* CachedAttention(const AttentionShape& s, const float* qkv, float* ke
 
   // Rotated queries; rotated keys and the values go into the cache at their positions.
   std::vector<float> queries(static_cast<size_t>(s.batch) * s.sequence * s.heads * D);
+  std::vector<float> rotated(D);
   for (int b = 0; b < s.batch; b++)
     for (int t = 0; t < s.sequence; t++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + t;
@@ -283,8 +353,9 @@ const char* CachedAttention(const AttentionShape& s, const float* qkv, float* ke
       const size_t at = static_cast<size_t>(past[b] + t) * D;
       for (int g = 0; g < s.kvHeads; g++) {
         const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan + at;
-        Rotate(in + (s.heads + g) * D, keyCache + cacheRow, s.headDim, cosRow, sinRow);
-        std::copy_n(in + (s.heads + s.kvHeads + g) * D, D, valueCache + cacheRow);
+        Rotate(in + (s.heads + g) * D, rotated.data(), s.headDim, cosRow, sinRow);
+        StoreRow(rotated.data(), keyCache + cacheRow, s.headDim);
+        StoreRow(in + (s.heads + s.kvHeads + g) * D, valueCache + cacheRow, s.headDim);
       }
     }
 
@@ -321,6 +392,18 @@ const char* CachedAttention(const AttentionShape& s, const float* qkv, float* ke
   else
     parallelFor(items, attend);
   return nullptr;
+}
+
+}  // namespace
+
+const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
+                            bool halfCache, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                            const float* sinCache, float* out, const ParallelFor& parallelFor) {
+  if (halfCache)
+    return Attention(shape, qkv, static_cast<Half*>(keyCache), static_cast<Half*>(valueCache), seqlensK, positions,
+                     cosCache, sinCache, out, parallelFor);
+  return Attention(shape, qkv, static_cast<float*>(keyCache), static_cast<float*>(valueCache), seqlensK, positions,
+                   cosCache, sinCache, out, parallelFor);
 }
 
 }  // namespace ortserve

@@ -29,12 +29,13 @@ struct AttentionShape {
 using ParallelFor = std::function<void(size_t count, const std::function<void(size_t)>& fn)>;
 
 // qkv [batch, sequence, (heads + 2 kvHeads) headDim]; keyCache and valueCache
-// [batch, kvHeads, capacity, headDim], updated in place at each row's new
-// positions; seqlensK [batch] = row length after this step minus one;
-// positions [batch, sequence]; cos/sin [rotaryPositions, headDim / 2];
-// out [batch, sequence, heads headDim]. Returns nullptr, or what is wrong.
-const char* CachedAttention(const AttentionShape& shape, const float* qkv, float* keyCache, float* valueCache,
-                            const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+// [batch, kvHeads, capacity, headDim] of float, or of IEEE binary16 with
+// halfCache, updated in place at each row's new positions; seqlensK [batch] =
+// row length after this step minus one; positions [batch, sequence]; cos/sin
+// [rotaryPositions, headDim / 2]; out [batch, sequence, heads headDim].
+// Returns nullptr, or what is wrong.
+const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
+                            bool halfCache, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
                             const float* sinCache, float* out, const ParallelFor& parallelFor);
 
 }  // namespace ortserve

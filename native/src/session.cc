@@ -15,6 +15,7 @@
 #include <napi.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -143,20 +144,37 @@ struct AttentionKernel {
   int heads = 0;
   int kvHeads = 0;
   float scale = 0;
+  bool halfCache = false;
 };
+
+// The operator ONNX Runtime sees, and which cache precision it runs: CachedAttention keeps the
+// cache in float, CachedAttentionHalf in IEEE binary16 (ONNX float16).
+struct AttentionOp {
+  OrtCustomOp op;
+  const char* name;
+  bool halfCache;
+};
+
+static_assert(offsetof(AttentionOp, op) == 0, "ONNX Runtime hands the OrtCustomOp back: it must start the struct");
+
+const AttentionOp& OpOf(const OrtCustomOp* op) { return *reinterpret_cast<const AttentionOp*>(op); }
 
 constexpr size_t kAttentionInputs = 7;
 
-const char* ORT_API_CALL AttentionName(const OrtCustomOp*) { return "CachedAttention"; }
+const char* ORT_API_CALL AttentionName(const OrtCustomOp* op) { return OpOf(op).name; }
 const char* ORT_API_CALL AttentionProvider(const OrtCustomOp*) { return "CPUExecutionProvider"; }
-ONNXTensorElementDataType ORT_API_CALL AttentionInputType(const OrtCustomOp*, size_t index) {
+ONNXTensorElementDataType CacheType(const OrtCustomOp* op) {
+  return OpOf(op).halfCache ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+ONNXTensorElementDataType ORT_API_CALL AttentionInputType(const OrtCustomOp* op, size_t index) {
+  if (index == 1 || index == 2) return CacheType(op);
   if (index == 3) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
   if (index == 6) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 }
 size_t ORT_API_CALL AttentionInputCount(const OrtCustomOp*) { return kAttentionInputs; }
-ONNXTensorElementDataType ORT_API_CALL AttentionOutputType(const OrtCustomOp*, size_t) {
-  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+ONNXTensorElementDataType ORT_API_CALL AttentionOutputType(const OrtCustomOp* op, size_t index) {
+  return index == 0 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT : CacheType(op);
 }
 size_t ORT_API_CALL AttentionOutputCount(const OrtCustomOp*) { return 3; }
 OrtCustomOpInputOutputCharacteristic ORT_API_CALL AttentionRequired(const OrtCustomOp*, size_t) {
@@ -166,7 +184,7 @@ OrtMemType ORT_API_CALL AttentionInputMemory(const OrtCustomOp*, size_t) { retur
 int ORT_API_CALL AttentionNoVariadic(const OrtCustomOp*) { return 0; }
 void ORT_API_CALL AttentionDestroy(void* kernel) { delete static_cast<AttentionKernel*>(kernel); }
 
-OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp*, const OrtApi* api, const OrtKernelInfo* info,
+OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp* op, const OrtApi* api, const OrtKernelInfo* info,
                                         void** out) {
   int64_t heads = 0;
   int64_t kvHeads = 0;
@@ -185,6 +203,7 @@ OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp*, const OrtApi* api, c
   kernel->heads = static_cast<int>(heads);
   kernel->kvHeads = static_cast<int>(kvHeads);
   kernel->scale = scale;
+  kernel->halfCache = OpOf(op).halfCache;
   *out = kernel;
   return nullptr;
 }
@@ -252,7 +271,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   for (size_t o = 0; o < 3 && error.empty(); o++) error = failure(ort->GetTensorMutableData(outputs[o], &out[o]));
   if (!error.empty()) return error;
   // Present bound over past (the engine's case) is updated in place; otherwise it starts as a copy.
-  size_t cacheBytes = sizeof(float);
+  size_t cacheBytes = kernel.halfCache ? 2 : sizeof(float);
   for (int64_t d : pastKey.dims) cacheBytes *= static_cast<size_t>(d);
   if (out[1] != pastKey.data) std::memcpy(out[1], pastKey.data, cacheBytes);
   if (out[2] != pastValue.data) std::memcpy(out[2], pastValue.data, cacheBytes);
@@ -266,8 +285,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
     }
   };
   const char* problem = ortserve::CachedAttention(
-      shape, static_cast<const float*>(qkv.data), static_cast<float*>(out[1]), static_cast<float*>(out[2]),
-      static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
+      shape, static_cast<const float*>(qkv.data), out[1], out[2], kernel.halfCache, static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
       static_cast<const float*>(in[4].data), static_cast<const float*>(in[5].data), static_cast<float*>(out[0]),
       parallelFor);
   return problem != nullptr ? problem : "";
@@ -279,8 +297,11 @@ OrtStatus* ORT_API_CALL AttentionCompute(void* kernel, OrtKernelContext* context
   return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("CachedAttention: " + error).c_str());
 }
 
-OrtCustomOp MakeAttentionOp() {
-  OrtCustomOp op{};
+AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
+  AttentionOp def{};
+  def.name = name;
+  def.halfCache = halfCache;
+  OrtCustomOp& op = def.op;
   op.version = ortserve::kOrtApiVersion;
   op.GetName = AttentionName;
   op.GetExecutionProviderType = AttentionProvider;
@@ -298,10 +319,11 @@ OrtCustomOp MakeAttentionOp() {
   op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
   op.CreateKernelV2 = AttentionCreate;
   op.KernelComputeV2 = AttentionCompute;
-  return op;
+  return def;
 }
 
-const OrtCustomOp gAttentionOp = MakeAttentionOp();
+const AttentionOp gAttentionOps[] = {MakeAttentionOp("CachedAttention", false),
+                                     MakeAttentionOp("CachedAttentionHalf", true)};
 
 // The "ortserve" operator domain, made once and kept for the process (sessions refer to it).
 OrtCustomOpDomain* attentionDomain = nullptr;
@@ -311,7 +333,8 @@ std::string AddAttentionDomain(OrtSessionOptions* options) {
   if (attentionDomain == nullptr) {
     OrtCustomOpDomain* domain = nullptr;
     std::string error = failure(ort->CreateCustomOpDomain("ortserve", &domain));
-    if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &gAttentionOp));
+    for (const AttentionOp& def : gAttentionOps)
+      if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
     if (!error.empty()) return error;
     attentionDomain = domain;
   }

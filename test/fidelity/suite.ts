@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
+import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
 import { referenceSelfConsistency, type SelfConsistency } from "./calibration.ts";
@@ -54,6 +55,8 @@ export interface FidelityReport {
   /** The converter's tokenizer vs llama.cpp's on the shared corpus plus the fidelity prompts. */
   tokenizer: ParityReport;
   formats: Partial<Record<ModelFormat, FormatFigures>>;
+  /** Per format, what ran attention and the KV cache's precision (q4 trades exactness for speed). */
+  runtime: Partial<Record<ModelFormat, ReturnType<typeof attentionRuntime>>>;
   /** The same figures against llama.cpp on the dequantized F32 GGUF (float32 activations). */
   exactReference?: {
     gguf: string;
@@ -136,6 +139,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
           })
         : undefined;
     const formats: FidelityReport["formats"] = {};
+    const runtime: FidelityReport["runtime"] = {};
     const exactFormats: FidelityReport["formats"] = {};
     const missing: FidelityReport["missing"] = {};
     const failures: string[] = [];
@@ -150,6 +154,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
       try {
         const figures = await compare(format, cases, candidate);
         formats[format] = figures;
+        runtime[format] = attentionRuntime(format);
         failures.push(...thresholdFailures(format, figures));
         if (exact) exactFormats[format] = await compare(`${format}VsExact`, exact.cases, candidate);
       } finally {
@@ -165,6 +170,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
         settings: "flash attention off, F32 KV cache, whole sequence in one batch",
       },
       plan: { ...planFigures(plan, cases), decisiveGap: DECISIVE_GAP },
+      runtime,
       thresholds: {
         decisiveTop1Agreement: MIN_DECISIVE_AGREEMENT,
         greedyMedianIdenticalPrefix: plan.greedyTokens,

@@ -108,4 +108,53 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     expect(kv.capacity).toBeGreaterThanOrEqual(5);
     expect(positions(kv, 1, 5)).toEqual(before);
   });
+
+  it("keeps a float16 cache in half the bytes, through growth, blocks and row moves", () => {
+    const kv = new KvSlots(shape, 4, 64, 8, undefined, "float16");
+    const f32 = new KvSlots(shape, 4, 64, 8);
+    expect(kv.bytesPerToken * 2).toBe(f32.bytesPerToken);
+    expect(kv.bytes * 2).toBe(f32.bytes);
+    const { feeds, fetches } = kv.bind(0, 2);
+    expect(feeds["past_key_values.0.key"]!.type).toBe("float16");
+    // The same memory (onnxruntime-common wraps float16 data in its own Float16Array views).
+    const past = feeds["past_key_values.0.key"]!.data as ArrayBufferView;
+    const present = fetches["present.0.key"]!.data as ArrayBufferView;
+    expect([present.buffer, present.byteOffset, present.byteLength]).toEqual([
+      past.buffer,
+      past.byteOffset,
+      past.byteLength,
+    ]);
+    // Small integers are exact in binary16.
+    const write = (row: number, length: number) =>
+      Object.values(kv.bind(0, row + 1).feeds).forEach((t, b) => {
+        const data = t.data as unknown as ArrayLike<number> & { [i: number]: number };
+        const span = kv.capacity * shape.headDim;
+        for (let h = 0; h < shape.kvHeads; h++)
+          for (let p = 0; p < length; p++)
+            for (let d = 0; d < shape.headDim; d++)
+              data[(row * shape.kvHeads + h) * span + p * shape.headDim + d] = row * 100 + b * 10 + p + d;
+      });
+    const read = (row: number, length: number) =>
+      Object.values(kv.bind(0, row + 1).feeds).flatMap((t) => {
+        const data = t.data as unknown as ArrayLike<number>;
+        const span = kv.capacity * shape.headDim;
+        return Array.from({ length: shape.kvHeads }, (_, h) =>
+          Array.from(data as ArrayLike<number>).slice(
+            (row * shape.kvHeads + h) * span,
+            (row * shape.kvHeads + h) * span + length * shape.headDim,
+          ),
+        ).flat();
+      });
+    write(1, 5);
+    const before = read(1, 5);
+    expect(before[shape.headDim + 1]).toBe(100 + 1 + 1);
+    kv.ensurePositions(40);
+    expect(read(1, 5)).toEqual(before);
+    const block = kv.saveBlock(1, 0, 5);
+    expect(block.bytes).toBe(5 * kv.bytesPerToken);
+    kv.loadBlock(block, 3, 0);
+    expect(read(3, 5)).toEqual(before);
+    kv.moveRows([{ from: 3, to: 0, length: 5 }]);
+    expect(read(0, 5)).toEqual(before);
+  });
 });

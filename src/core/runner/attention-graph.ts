@@ -16,6 +16,16 @@ import { threadId } from "node:worker_threads";
 
 export const ATTENTION_DOMAIN = "ortserve";
 export const ATTENTION_OP = "CachedAttention";
+/** The same kernel over a cache of IEEE binary16 (ONNX float16): half the bytes per cached position. */
+export const ATTENTION_OP_HALF = "CachedAttentionHalf";
+
+export interface AttentionGraphOptions {
+  /** Keep the KV cache in float16: past_key_values.* and present.* become float16 tensors. */
+  halfCache?: boolean;
+}
+
+const FLOAT = 1;
+const FLOAT16 = 10;
 
 /** GroupQueryAttention's inputs the kernel takes, by index: qkv, past K/V, seqlens_k, cos, sin, positions. */
 const KEPT_INPUTS = [0, 3, 4, 5, 7, 8, 9];
@@ -95,11 +105,11 @@ function concat(parts: Uint8Array[]): Uint8Array {
 const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes ?? new Uint8Array());
 
 // NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
-function rewriteNode(node: Uint8Array): Uint8Array | undefined {
+function rewriteNode(node: Uint8Array, opType: string): Uint8Array | undefined {
   const fs = fields(node);
-  const opType = text(fs.find((f) => f.number === 4)?.payload);
+  const original = text(fs.find((f) => f.number === 4)?.payload);
   const domain = text(fs.find((f) => f.number === 7)?.payload);
-  if (opType !== "GroupQueryAttention" || domain !== "com.microsoft") return undefined;
+  if (original !== "GroupQueryAttention" || domain !== "com.microsoft") return undefined;
   const inputs = fs.filter((f) => f.number === 1).map((f) => text(f.payload));
   // Only the form the converter emits (packed QKV, no separate K and V): anything else keeps ORT's kernel.
   if (inputs.length !== 10 || inputs[1] !== "" || inputs[2] !== "")
@@ -107,7 +117,7 @@ function rewriteNode(node: Uint8Array): Uint8Array | undefined {
   return concat([
     ...KEPT_INPUTS.map((i) => stringField(1, inputs[i]!)),
     ...fs.filter((f) => f.number === 2 || f.number === 3 || f.number === 5).map((f) => f.raw),
-    stringField(4, ATTENTION_OP),
+    stringField(4, opType),
     stringField(7, ATTENTION_DOMAIN),
   ]);
 }
@@ -145,11 +155,37 @@ export function describeModel(model: Uint8Array): { nodes: NodeSummary[]; opsets
   return { nodes, opsets };
 }
 
+/** A float tensor's ValueInfoProto (name 1, type 2 → tensor_type 1 → elem_type 1) as float16. */
+function asFloat16(valueInfo: Uint8Array): Uint8Array {
+  return concat(
+    fields(valueInfo).map((v) => {
+      if (v.number !== 2 || !v.payload) return v.raw;
+      const type = fields(v.payload).map((t) => {
+        if (t.number !== 1 || !t.payload) return t.raw;
+        const tensor = fields(t.payload).map((e) => {
+          if (e.number !== 1 || e.wire !== 0) return e.raw;
+          if (readVarint(e.raw, 1)[0] !== FLOAT) throw new Error("the KV cache tensors are not float");
+          return Uint8Array.from([0x08, FLOAT16]);
+        });
+        return lengthDelimited(1, concat(tensor));
+      });
+      return lengthDelimited(2, concat(type));
+    }),
+  );
+}
+
+const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
+
 /**
  * The ModelProto with every GroupQueryAttention node replaced and the ortserve operator set
- * imported, or undefined when the graph has no such node (nothing to replace).
+ * imported, or undefined when the graph has no such node (nothing to replace). With `halfCache`
+ * the cache inputs and outputs are declared float16.
  */
-export function withCachedAttention(model: Uint8Array): Uint8Array | undefined {
+export function withCachedAttention(
+  model: Uint8Array,
+  opts: AttentionGraphOptions = {},
+): Uint8Array | undefined {
+  const opType = opts.halfCache ? ATTENTION_OP_HALF : ATTENTION_OP;
   let replaced = 0;
   const parts: Uint8Array[] = [];
   for (const f of fields(model)) {
@@ -157,10 +193,15 @@ export function withCachedAttention(model: Uint8Array): Uint8Array | undefined {
       parts.push(f.raw);
       continue;
     }
-    // GraphProto: node 1.
+    // GraphProto: node 1, input 11, output 12.
     const graph = fields(f.payload).map((g) => {
-      if (g.number !== 1 || !g.payload) return g.raw;
-      const node = rewriteNode(g.payload);
+      if (!g.payload) return g.raw;
+      if (opts.halfCache && (g.number === 11 || g.number === 12)) {
+        const name = text(fields(g.payload).find((v) => v.number === 1)?.payload);
+        return isCacheTensor(name) ? lengthDelimited(g.number, asFloat16(g.payload)) : g.raw;
+      }
+      if (g.number !== 1) return g.raw;
+      const node = rewriteNode(g.payload, opType);
       if (!node) return g.raw;
       replaced++;
       return lengthDelimited(1, node);
@@ -178,10 +219,14 @@ export function withCachedAttention(model: Uint8Array): Uint8Array | undefined {
  * only reads external data from the graph's own directory), rewritten when the original changes.
  * Undefined when the graph has no GroupQueryAttention node, or the directory cannot be written.
  */
-export function cachedAttentionModel(modelPath: string): string | undefined {
-  const rewritten = withCachedAttention(readFileSync(modelPath));
+export function cachedAttentionModel(
+  modelPath: string,
+  opts: AttentionGraphOptions = {},
+): string | undefined {
+  const rewritten = withCachedAttention(readFileSync(modelPath), opts);
   if (!rewritten) return undefined;
-  const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.cached-attention.onnx`);
+  const suffix = opts.halfCache ? "cached-attention-f16" : "cached-attention";
+  const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.${suffix}.onnx`);
   try {
     if (existsSync(target) && Buffer.from(rewritten).equals(readFileSync(target))) return target;
     // Engines in several worker threads of one process may write it at once.

@@ -12,11 +12,15 @@
 import { Tensor } from "onnxruntime-node";
 import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
 
+/** The cache's element type: float32, or float16 (IEEE binary16 bits in a Uint16Array). */
+export type KvDtype = "float32" | "float16";
+type KvArray = Float32Array | Uint16Array;
+
 /** A saved block in host memory: layer-major positions of one row. */
 class HostKvBlock implements KvBlock {
-  readonly data: Float32Array;
+  readonly data: KvArray;
   readonly length: number;
-  constructor(data: Float32Array, length: number) {
+  constructor(data: KvArray, length: number) {
     this.data = data;
     this.length = length;
   }
@@ -50,7 +54,8 @@ export class KvSlots implements KvRows {
   /** Rows allocated now: memory follows the number of live sequences, not the maximum. */
   private rows: number;
   private positions: number;
-  private buffers: Float32Array[];
+  private buffers: KvArray[];
+  readonly dtype: KvDtype;
   private readonly now: () => number;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
   private oversizedSince: number | undefined;
@@ -61,16 +66,17 @@ export class KvSlots implements KvRows {
     maxPositions: number,
     initialPositions = GROWTH_STEP,
     now: () => number = () => performance.now(),
+    dtype: KvDtype = "float32",
   ) {
     this.now = now;
+    this.dtype = dtype;
     this.shape = shape;
     this.maxRows = maxRows;
     this.rows = Math.min(ROW_STEP, maxRows);
     this.maxPositions = maxPositions;
     this.positions = Math.min(initialPositions, maxPositions);
-    this.buffers = Array.from(
-      { length: shape.layers * 2 },
-      () => new Float32Array(this.rows * this.rowFloats(this.positions)),
+    this.buffers = Array.from({ length: shape.layers * 2 }, () =>
+      this.array(this.rows * this.rowFloats(this.positions)),
     );
   }
 
@@ -78,15 +84,23 @@ export class KvSlots implements KvRows {
     return this.positions;
   }
 
+  private array(length: number): KvArray {
+    return this.dtype === "float16" ? new Uint16Array(length) : new Float32Array(length);
+  }
+
+  private get elementBytes(): number {
+    return this.dtype === "float16" ? 2 : 4;
+  }
+
   /** Bytes held by the cache buffers. */
   get bytes(): number {
-    return this.buffers.length * this.rows * this.rowFloats(this.positions) * 4;
+    return this.buffers.length * this.rows * this.rowFloats(this.positions) * this.elementBytes;
   }
 
   /** KV bytes one token occupies across all layers. */
   get bytesPerToken(): number {
     const { layers, kvHeads, headDim } = this.shape;
-    return layers * 2 * kvHeads * headDim * 4;
+    return layers * 2 * kvHeads * headDim * this.elementBytes;
   }
 
   private rowFloats(positions: number): number {
@@ -101,9 +115,9 @@ export class KvSlots implements KvRows {
     const newSpan = positions * headDim;
     const keep = Math.min(oldSpan, newSpan);
     this.buffers = this.buffers.map((old) => {
-      const next = new Float32Array(rows * kvHeads * newSpan);
+      const next = this.array(rows * kvHeads * newSpan);
       for (let s = 0; s < keepRows * kvHeads; s++)
-        next.set(old.subarray(s * oldSpan, s * oldSpan + keep), s * newSpan);
+        next.set(old.subarray(s * oldSpan, s * oldSpan + keep) as never, s * newSpan);
       return next;
     });
     this.rows = rows;
@@ -186,22 +200,22 @@ export class KvSlots implements KvRows {
   }
 
   /** Reads positions [start, start+length) of a row, layer-major. */
-  private readPositions(row: number, start: number, length: number): Float32Array {
+  private readPositions(row: number, start: number, length: number): KvArray {
     const { kvHeads, headDim } = this.shape;
-    const out = new Float32Array(this.buffers.length * kvHeads * length * headDim);
+    const out = this.array(this.buffers.length * kvHeads * length * headDim);
     const span = this.positions * headDim;
     let at = 0;
     for (const buf of this.buffers)
       for (let h = 0; h < kvHeads; h++) {
         const src = (row * kvHeads + h) * span + start * headDim;
-        out.set(buf.subarray(src, src + length * headDim), at);
+        out.set(buf.subarray(src, src + length * headDim) as never, at);
         at += length * headDim;
       }
     return out;
   }
 
   /** Inverse of readPositions. */
-  private writePositions(row: number, start: number, length: number, data: Float32Array): void {
+  private writePositions(row: number, start: number, length: number, data: KvArray): void {
     this.ensureRows(row + 1);
     this.ensurePositions(start + length);
     const { kvHeads, headDim } = this.shape;
@@ -209,7 +223,10 @@ export class KvSlots implements KvRows {
     let at = 0;
     for (const buf of this.buffers)
       for (let h = 0; h < kvHeads; h++) {
-        buf.set(data.subarray(at, at + length * headDim), (row * kvHeads + h) * span + start * headDim);
+        buf.set(
+          data.subarray(at, at + length * headDim) as never,
+          (row * kvHeads + h) * span + start * headDim,
+        );
         at += length * headDim;
       }
   }
@@ -228,8 +245,8 @@ export class KvSlots implements KvRows {
     for (let l = 0; l < layers; l++)
       for (const [j, kind] of (["key", "value"] as const).entries()) {
         const view = this.buffers[2 * l + j]!.subarray(firstRow * rowFloats, (firstRow + count) * rowFloats);
-        feeds[`past_key_values.${l}.${kind}`] = new Tensor("float32", view, dims);
-        fetches[`present.${l}.${kind}`] = new Tensor("float32", view, dims);
+        feeds[`past_key_values.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);
+        fetches[`present.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);
       }
     return { feeds, fetches };
   }

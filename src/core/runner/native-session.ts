@@ -112,14 +112,23 @@ export interface NativeSessionOptions {
    * ORTSERVE_CACHED_ATTENTION=0.
    */
   cachedAttention?: boolean;
+  /** With cachedAttention: the KV cache's element type (float16 halves its bytes). Default float32. */
+  kvCacheDtype?: KvCacheDtype;
 }
+
+export type KvCacheDtype = "float32" | "float16";
 
 function rawTensor(name: string, t: Tensor): RawTensor {
   const type = ELEMENT_TYPES[t.type];
   if (type === undefined)
     throw new Error(`${name}: tensor type ${t.type} is not supported by the native session`);
   if (t.location !== "cpu") throw new Error(`${name}: tensor data must be on the CPU`);
-  return { name, type, data: t.data as ArrayBufferView, dims: t.dims };
+  let data = t.data as ArrayBufferView;
+  // onnxruntime-common hands float16 data out as a Float16Array where the runtime has one, which
+  // N-API does not take as a typed array: the addon gets the same bytes as a Uint16Array view.
+  if (t.type === "float16" && !(data instanceof Uint16Array))
+    data = new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2);
+  return { name, type, data, dims: t.dims };
 }
 
 function metadata(raw: RawMetadata[]): InferenceSession.ValueMetadata[] {
@@ -293,9 +302,11 @@ function load(): NativeSessions | undefined {
   }
   return {
     version,
-    create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention }) => {
+    create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
-      const rewritten = wanted ? cachedAttentionModel(modelPath) : undefined;
+      const rewritten = wanted
+        ? cachedAttentionModel(modelPath, { halfCache: kvCacheDtype === "float16" })
+        : undefined;
       const session = new addon.Session(
         rewritten ?? modelPath,
         intraOpThreads,

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
-import { nativeSessions } from "./native-session.ts";
+import { type KvCacheDtype, nativeSessions } from "./native-session.ts";
 
 export interface SessionThreads {
   intraOpThreads?: number;
@@ -45,6 +45,7 @@ export async function createDecoderSession(
       intraOpThreads: intraOpNumThreads,
       interOpThreads: interOpNumThreads,
       reuseLogits: threads.reuseLogits,
+      kvCacheDtype: kvCacheDtypeFor(format),
     });
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
   return InferenceSession.create(path, {
@@ -54,6 +55,34 @@ export async function createDecoderSession(
     intraOpNumThreads,
     interOpNumThreads,
   });
+}
+
+/**
+ * The KV cache's element type for a weight format: float16 for q4 (as llama.cpp keeps its cache by
+ * default: half the bytes each decode step reads per cached position), float32 for fp32, whose
+ * point is exactness. ORTSERVE_KV_CACHE_DTYPE=float32|float16 overrides (native session only).
+ */
+export function kvCacheDtypeFor(format: ModelFormat): KvCacheDtype {
+  const forced = process.env.ORTSERVE_KV_CACHE_DTYPE;
+  if (forced === "float32" || forced === "float16") return forced;
+  return format === "q4" ? "float16" : "float32";
+}
+
+/**
+ * What runs attention for a format and in what precision the cache is kept: ortserve's kernel
+ * (native session with the cached-attention graph) or ONNX Runtime's GroupQueryAttention (float32).
+ */
+export function attentionRuntime(format: ModelFormat): {
+  kernel: "ortserve" | "onnxruntime";
+  kvCacheDtype: KvCacheDtype;
+} {
+  const ours =
+    nativeSessions !== undefined &&
+    process.env.ORTSERVE_NATIVE_SESSION !== "0" &&
+    process.env.ORTSERVE_CACHED_ATTENTION !== "0";
+  return ours
+    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format) }
+    : { kernel: "onnxruntime", kvCacheDtype: "float32" };
 }
 
 /** Names of the decoder-with-past cache inputs and outputs (Optimum / transformers.js contract). */
@@ -91,6 +120,6 @@ export function checkDecoderContract(session: InferenceSession, numLayers: numbe
         ` outputs [${missingOut.join(", ")}]`,
     );
   const past = session.inputMetadata?.find((m) => m.name === pastName(0, "key"));
-  if (past?.isTensor && past.type !== "float32")
-    throw new Error(`KV cache must be float32, got ${past.type}`);
+  if (past?.isTensor && past.type !== "float32" && past.type !== "float16")
+    throw new Error(`KV cache must be float32 or float16, got ${past.type}`);
 }

@@ -1,12 +1,20 @@
 /** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
+
+import type { InferenceSession } from "onnxruntime-node";
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
-import { KvSlots } from "../runner/kv-slots.ts";
+import { type KvDtype, KvSlots } from "../runner/kv-slots.ts";
 import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
+
+/** The element type the session takes its KV cache in (the native session may keep it in float16). */
+function kvDtypeOf(session: InferenceSession): KvDtype {
+  const past = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
+  return past?.isTensor && past.type === "float16" ? "float16" : "float32";
+}
 
 export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCore> {
   const model = readModelConfig(config.modelDir).decoder;
@@ -28,6 +36,9 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
     { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },
     config.maxNumSeqs,
     maxModelLen,
+    undefined,
+    undefined,
+    kvDtypeOf(session),
   );
   return new EngineCore({ ...config, maxModelLen }, model, new BatchRunner(session, kv), {
     encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
