@@ -18,8 +18,11 @@ if [[ "${1:-}" == "--long" ]]; then examples=600; shift; fi
 
 cache="${ORTSERVE_CACHE_DIR:-$PWD/.cache}/schemathesis"
 venv="$cache/venv-$VERSION"
-if [[ ! -x "$venv/bin/schemathesis" ]]; then
+# A virtualenv that no longer runs (its scripts name the interpreter by the path it was made at,
+# so a moved cache breaks them) is made again.
+if ! "$venv/bin/schemathesis" --version >/dev/null 2>&1; then
   echo "installing schemathesis $VERSION into $venv" >&2
+  rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet "schemathesis==$VERSION" 2> >(grep -v "^WARNING: Location" >&2)
 fi

@@ -2,7 +2,7 @@ import type { InferenceSession } from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { BatchRunner } from "../../src/core/runner/batch-runner.ts";
-import { KvSlots } from "../../src/core/runner/kv-slots.ts";
+import { KvSlots, kvDtypeOf } from "../../src/core/runner/kv-slots.ts";
 import { checkDecoderContract, createDecoderSession } from "../../src/core/runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
 import { argmax } from "../../src/core/sample/ops/select.ts";
@@ -32,6 +32,9 @@ for (const [format, tolerance] of [
           { layers: config().numLayers, kvHeads: config().numKvHeads, headDim: config().headDim },
           rows,
           512,
+          undefined,
+          undefined,
+          kvDtypeOf(session),
         ),
       );
     beforeAll(async () => {

@@ -9,12 +9,18 @@
  *
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
  */
-import { Tensor } from "onnxruntime-node";
+import { type InferenceSession, Tensor } from "onnxruntime-node";
 import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
 
 /** The cache's element type: float32, or float16 (IEEE binary16 bits in a Uint16Array). */
 export type KvDtype = "float32" | "float16";
 type KvArray = Float32Array | Uint16Array;
+
+/** The element type a session takes its KV cache in (the native session may keep it in float16). */
+export function kvDtypeOf(session: InferenceSession): KvDtype {
+  const past = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
+  return past?.isTensor && past.type === "float16" ? "float16" : "float32";
+}
 
 /** A saved block in host memory: layer-major positions of one row. */
 class HostKvBlock implements KvBlock {

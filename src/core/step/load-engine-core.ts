@@ -10,12 +10,6 @@ import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
 
-/** The element type the session takes its KV cache in (the native session may keep it in float16). */
-function kvDtypeOf(session: InferenceSession): KvDtype {
-  const past = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
-  return past?.isTensor && past.type === "float16" ? "float16" : "float32";
-}
-
 export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCore> {
   const model = readModelConfig(config.modelDir).decoder;
   const tok = await loadTransformersTokenizer(config.modelDir);
