@@ -1,10 +1,8 @@
 /** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
-
-import type { InferenceSession } from "onnxruntime-node";
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
-import { type KvDtype, KvSlots } from "../runner/kv-slots.ts";
+import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
 import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
