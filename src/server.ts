@@ -2,8 +2,10 @@
  * Wires the service together from its configuration: storage (keys, usage), model registry,
  * engine pool, HTTP app; starts listening and drains on SIGTERM/SIGINT.
  */
+
 import type { Server } from "node:http";
 import type { TemplatePoolOptions } from "./chat/index.ts";
+import type { EngineStats } from "./core/step/engine-core.ts";
 import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
@@ -139,18 +141,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       metrics.admissionWaiting.set(admission.waiting);
       for (const [reason, n] of Object.entries(admission.refusals))
         metrics.admissionRefusals.setTotal(n, { reason });
-      const stats = (await engine.stats()) as Record<
-        string,
-        {
-          waiting: number;
-          running: number;
-          kvBytes: number;
-          kvUsedBytes: number;
-          steps: number;
-          abortsFreed: number;
-          abortFreeStepsMax: number;
-        }
-      >;
+      const stats = (await engine.stats()) as Record<string, EngineStats>;
       for (const [key, s] of Object.entries(stats)) {
         const engine = (JSON.parse(key) as { modelDir: string }).modelDir;
         metrics.queueDepth.set(s.waiting, { engine });

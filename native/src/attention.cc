@@ -275,18 +275,20 @@ void AttendBlock(const float* const* queries, const int* lengths, int count, con
   const bool avx = false;
 #endif
   const size_t D = static_cast<size_t>(headDim);
-  for (int j0 = 0; j0 < longest; j0 += kPositionTile)
-    for (int i = 0; i < count; i++) {
-      const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
-      if (n <= 0) continue;
-#ifdef ORTSERVE_ATTENTION_AVX2
-      if (avx) {
-        ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
-        continue;
+  // Tile by tile of positions, every token that reaches into the tile: fn(token, first, count).
+  auto forEachTile = [&](auto fn) {
+    for (int j0 = 0; j0 < longest; j0 += kPositionTile)
+      for (int i = 0; i < count; i++) {
+        const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
+        if (n > 0) fn(i, j0, n);
       }
+  };
+  forEachTile([&](int i, int j0, int n) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+    if (avx) return ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
 #endif
-      ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
-    }
+    ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
+  });
   float sums[kTokenBlock];
   for (int i = 0; i < count; i++) {
 #ifdef ORTSERVE_ATTENTION_AVX2
@@ -298,18 +300,12 @@ void AttendBlock(const float* const* queries, const int* lengths, int count, con
     sums[i] = SoftmaxNumeratorsScalar(scores + i * stride, lengths[i]);
   }
   for (int i = 0; i < count; i++) std::fill(out[i], out[i] + D, 0.0f);
-  for (int j0 = 0; j0 < longest; j0 += kPositionTile)
-    for (int i = 0; i < count; i++) {
-      const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
-      if (n <= 0) continue;
+  forEachTile([&](int i, int j0, int n) {
 #ifdef ORTSERVE_ATTENTION_AVX2
-      if (avx) {
-        AccumulateValuesAvx2(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
-        continue;
-      }
+    if (avx) return AccumulateValuesAvx2(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
 #endif
-      AccumulateValuesScalar(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
-    }
+    AccumulateValuesScalar(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
+  });
   for (int i = 0; i < count; i++) {
     const float inv = 1.0f / sums[i];
     for (size_t d = 0; d < D; d++) out[i][d] *= inv;
