@@ -6,19 +6,15 @@
  * after that). Real model, real HTTP.
  */
 import { request as httpRequest } from "node:http";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineGauges } from "../../bench/server-probe.ts";
-import { repoRoot } from "../../src/util/paths.ts";
-import { type Harness, startHarness } from "./harness.ts";
+import { DEFAULT_MODEL, type Harness, startDefaultModelHarness } from "./harness.ts";
 
-const MODEL = "smollm2-135m-instruct";
+const MODEL = DEFAULT_MODEL;
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness(() => undefined, {
-    modelsDir: join(repoRoot, "models"),
-    maxModelLen: 4096,
+  h = await startDefaultModelHarness({
     // One row: a second request waits in the queue. Small prefill chunks: a long prompt takes steps.
     maxNumSeqs: 1,
     prefillChunk: 32,

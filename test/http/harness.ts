@@ -3,6 +3,7 @@
  * directory, fetch helpers that keep status, headers and body together, an SSE reader, and model
  * directory builders (synthetic weights, metadata-only models and checkpoints).
  */
+
 import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import type { Logger } from "../../src/observability/logger.ts";
 import { type RunningServer, SERVER_DEFAULTS, type ServerConfig, startServer } from "../../src/server.ts";
+import { repoRoot } from "../../src/util/paths.ts";
 import { buildSyntheticModel } from "../fixtures/synthetic-model.ts";
 
 /** The request fields of the service spec's table, in its order. */
@@ -139,6 +141,14 @@ export async function startHarness(
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** The repository's default model, served as set up (`models/`), with room for long prompts. */
+export const DEFAULT_MODEL = "smollm2-135m-instruct";
+
+/** Starts a server over the repository's models directory (the real default model). */
+export function startDefaultModelHarness(config: Partial<ServerConfig> = {}): Promise<Harness> {
+  return startHarness(() => undefined, { modelsDir: join(repoRoot, "models"), maxModelLen: 4096, ...config });
 }
 
 /** Builds the synthetic model (fp32) as `<modelsDir>/<id>`; `settings` becomes its ortserve.json. */

@@ -1,25 +1,20 @@
-/**
- * An engine worker thread that dies mid-request fails only the requests it was running — a clean
- * OpenAI error body, or an SSE error event on a stream that already started — and the server
- * serves again within 5 s. Real model, real HTTP, real worker threads. The thread is killed
- * through `EnginePool.crashOneWorker`, a hook of the in-process API that no HTTP route reaches.
- */
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineGauges } from "../../bench/server-probe.ts";
-import { repoRoot } from "../../src/util/paths.ts";
-import { chat, expectApiError, get, type Harness, parseSse, startHarness } from "./harness.ts";
+import {
+  chat,
+  DEFAULT_MODEL,
+  expectApiError,
+  get,
+  type Harness,
+  parseSse,
+  startDefaultModelHarness,
+} from "./harness.ts";
 
-const MODEL = "smollm2-135m-instruct";
+const MODEL = DEFAULT_MODEL;
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness(() => undefined, {
-    modelsDir: join(repoRoot, "models"),
-    maxModelLen: 4096,
-    maxNumSeqs: 4,
-    threads: 1,
-  });
+  h = await startDefaultModelHarness({ maxNumSeqs: 4, threads: 1 });
 });
 afterAll(() => h?.dispose());
 
