@@ -36,6 +36,8 @@ export interface ServerConfig {
   maxModelLen: number;
   prefillChunk: number;
   prefixCacheBytes: number;
+  /** Structured outputs' jump-forward (forced text joins without sampling). */
+  jumpForward: boolean;
   maxBodyBytes: number;
   /** Chat template rendering threads and per-render budgets. */
   templates: TemplatePoolOptions;
@@ -104,6 +106,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxModelLen: config.maxModelLen,
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
+    jumpForward: config.jumpForward,
     templates: config.templates,
   });
   let draining = false;

@@ -123,4 +123,6 @@ export interface EngineCoreConfig {
   /** Bytes the prefix cache may hold. */
   prefixCacheBytes: number;
   intraOpThreads: number;
+  /** Structured outputs: text the grammar forces joins the output without sampling (jump-forward). */
+  jumpForward: boolean;
 }

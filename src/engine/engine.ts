@@ -63,6 +63,8 @@ export interface EngineOptions {
   prefixCacheBytes?: number;
   /** Serve this weight format wherever a model has it (default: each model's own choice). */
   format?: ModelFormat;
+  /** Structured outputs: forced text joins without sampling (default: on). */
+  jumpForward?: boolean;
   /** Chat template rendering: its threads and each render's time and output budgets. */
   templates?: Partial<TemplatePoolOptions>;
 }
@@ -75,6 +77,7 @@ export const ENGINE_DEFAULTS = {
   maxModelLen: 4096,
   prefillChunk: 256,
   prefixCacheBytes: 256 << 20,
+  jumpForward: true,
   templates: TEMPLATE_POOL_DEFAULTS,
 } as const;
 
@@ -171,6 +174,7 @@ export class Engine {
       maxModelLen: options.maxModelLen ?? ENGINE_DEFAULTS.maxModelLen,
       prefillChunk: options.prefillChunk ?? ENGINE_DEFAULTS.prefillChunk,
       prefixCacheBytes: options.prefixCacheBytes ?? ENGINE_DEFAULTS.prefixCacheBytes,
+      jumpForward: options.jumpForward ?? ENGINE_DEFAULTS.jumpForward,
     };
     this.format = options.format;
     this.pool = new EnginePool({ workers: this.options.workers, maxRequestsPerWorker: 1024 });
@@ -210,6 +214,7 @@ export class Engine {
         prefillChunk: o.prefillChunk,
         prefixCacheBytes: o.prefixCacheBytes,
         intraOpThreads: o.threads,
+        jumpForward: o.jumpForward,
       },
     };
   }

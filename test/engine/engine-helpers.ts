@@ -13,6 +13,7 @@ export function engineConfig(modelDir: string, extra: Partial<EngineCoreConfig> 
     prefillChunk: 8,
     prefixCacheBytes: 16 << 20,
     intraOpThreads: 1,
+    jumpForward: true,
     ...extra,
   };
 }

@@ -143,6 +143,43 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
     for (const c of long.choices) expect(c.finishReason).toBe("length");
   });
 
+  it("jump-forward: forced text joins without a step per token, outputs still validate; none with logprobs", async () => {
+    const jumped = async () =>
+      Object.values(await engine.stats()).reduce<number>(
+        (sum, e) => sum + ((e as { jumpForwardTokens?: number }).jumpForwardTokens ?? 0),
+        0,
+      );
+    const schema = {
+      type: "object",
+      properties: {
+        city: { type: "string", maxLength: 12 },
+        population: { type: "integer" },
+        capital: { type: "boolean" },
+      },
+      required: ["city", "population", "capital"],
+      additionalProperties: false,
+    };
+    const validate = ajv.compile(schema);
+    const constraint: StructuredConstraint = {
+      kind: "json_schema",
+      schema: JSON.stringify(schema),
+      anyWhitespace: false,
+    };
+    const before = await jumped();
+    const out = await run("Describe a city as JSON.", constraint, { maxTokens: 64 });
+    for (const c of out.choices) {
+      // Forced and sampled tokens alike are in the output, counted once each.
+      expect(c.tokenIds.length).toBeLessThanOrEqual(64);
+      if (c.finishReason === "stop") expect(validate(JSON.parse(c.text)), c.text).toBe(true);
+    }
+    const after = await jumped();
+    expect(after).toBeGreaterThan(before);
+    // Forced tokens are not sampled, so a request for logprobs samples every token.
+    const lp = await run("Describe a city as JSON.", constraint, { maxTokens: 64, n: 1, logprobs: 1 });
+    expect(await jumped()).toBe(after);
+    expect(lp.choices[0]!.logprobs).toHaveLength(lp.choices[0]!.tokenIds.length);
+  });
+
   it("stop strings still end a constrained output", async () => {
     const out = await run("Count.", { kind: "regex", pattern: "1,2,3,4,5" }, { n: 1, stop: [",3"] });
     expect(out.choices[0]!.text).toBe("1,2");

@@ -53,6 +53,8 @@ Options:
   --request-timeout-s <n>
                          a generation still running after this many seconds ends with a 408
                          (or a stream error event) (default: 600; 0: no limit)
+  --no-jump-forward      structured outputs: sample every token, also text the grammar forces
+                         (default: forced text joins without sampling, several tokens per pass)
   --metrics-require-key  /metrics needs an API key like every route but /health
                          (default: /metrics is open, for scrapers on a private network)
   --no-setup             do not fetch/convert the default model first
@@ -83,6 +85,7 @@ export async function run(argv: string[]): Promise<void> {
       "max-total-tokens": { type: "string" },
       "request-timeout-s": { type: "string" },
       "metrics-require-key": { type: "boolean" },
+      "no-jump-forward": { type: "boolean" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -114,6 +117,7 @@ export async function run(argv: string[]): Promise<void> {
     trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
     strictToolChoice: values["strict-tool-choice"] ?? false,
     metricsRequireKey: values["metrics-require-key"] ?? false,
+    jumpForward: !values["no-jump-forward"],
     admission: {
       maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),
       maxConcurrentPerKey: limit(

@@ -147,6 +147,11 @@ function choices(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenCon
   const baseSeed = seed ?? randomSeed();
   const banned = badWordsTokenIds(badWords ?? [], tokenize);
   const eos = new Set(model.eosTokenIds);
+  // Jump-forward needs a constraint; forced tokens are not sampled, so they have no logprobs to give.
+  const encode =
+    ctx.config.jumpForward && constraints && r.logprobs === undefined
+      ? (text: string) => tokenize.encode(text, false)
+      : undefined;
   return Array.from({ length: r.n }, (_, i) => {
     const sampler = new SequenceSampler(
       {
@@ -185,6 +190,7 @@ function choices(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenCon
       },
       a.promptIds.length,
       constraints?.[i],
+      encode,
     );
   });
 }

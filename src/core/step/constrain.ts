@@ -17,6 +17,11 @@ export interface TokenConstraint {
   readonly terminated?: boolean;
   /** Frees what the constraint holds once its sequence has finished. */
   release?(): void;
+  /**
+   * Jump-forward: the tokens the constraint forces next, already accepted (none when fewer than
+   * `minimum` would be; at most `limit`).
+   */
+  forcedTokens?(encode: (text: string) => number[], minimum: number, limit: number): number[];
   /** Back to the state before any token (beam search replays a beam's tokens into a free row). */
   reset?(): void;
 }

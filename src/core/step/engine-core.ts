@@ -29,7 +29,7 @@ import { MaskRows, type TokenConstraint } from "./constrain.ts";
 import { collectPromptLogprobs } from "./prompt-logprobs.ts";
 import { type PrefillChunk, Scheduler } from "./schedule.ts";
 import type { Sequence } from "./sequence.ts";
-import { advanceBeams, deliver, emitPrompt } from "./update.ts";
+import { advanceBeams, deliver, emitPrompt, jumpMinimum } from "./update.ts";
 
 export type { EventSink, PromptTokenizer };
 export { RequestError };
@@ -45,6 +45,8 @@ export interface EngineStats {
   decodeSampleMs: number;
   decodeSteps: number;
   decodedTokens: number;
+  /** Output tokens that joined by jump-forward (computed without a step of their own). */
+  jumpForwardTokens: number;
   /** Steps begun (forward passes of any kind). */
   steps: number;
   /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
@@ -62,7 +64,13 @@ export class EngineCore {
   /** Structured outputs' grammars over this model's vocabulary, made on the first constrained request. */
   private grammars: GrammarBackend | undefined;
   private arrivals = 0;
-  private readonly timing = { decodeForwardMs: 0, decodeSampleMs: 0, decodeSteps: 0, decodedTokens: 0 };
+  private readonly timing = {
+    decodeForwardMs: 0,
+    decodeSampleMs: 0,
+    decodeSteps: 0,
+    decodedTokens: 0,
+    jumpForwardTokens: 0,
+  };
   private looping = false;
   private stepsBegun = 0;
   private readonly aborts = { freed: 0, maxStepsAfter: 0 };
@@ -201,18 +209,34 @@ export class EngineCore {
     // The constrain stage runs while the forward pass does.
     const masks = await this.buildMasks(rows, forward);
     const { logits, vocab } = await forward;
-    const t1 = performance.now();
+    let t1 = performance.now();
     for (const d of rows) d.seq.length += 1;
-    const live = rows.map((d, r) => ({ d, logits: logits.subarray(r * vocab, (r + 1) * vocab) }));
+    const live = rows.map((d, r) => ({ d, r, logits: logits.subarray(r * vocab, (r + 1) * vocab) }));
     const choices = live.filter(
       ({ d }) => !d.owner.aborted && !d.seq.finished && !(d.seq instanceof BeamRow),
     );
-    const sequences = choices.map(({ d }) => d.seq as Sequence);
-    const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(choices[i]!.logits, masks.get(seq)));
+    // A row with jump-forward tokens samples after them, from a pass of its own (below).
+    const jumping = choices.filter(({ d }) => (d.seq as Sequence).forced.length > 0);
+    const sampling = choices.filter(({ d }) => (d.seq as Sequence).forced.length === 0);
+    const sequences = sampling.map(({ d }) => d.seq as Sequence);
+    const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(sampling[i]!.logits, masks.get(seq)));
+    const jumpAt = jumpMinimum(rows.length);
     sequences.forEach((seq, i) => {
-      deliver(choices[i]!.d.owner, seq, sampled[i]!);
+      deliver(sampling[i]!.d.owner, seq, sampled[i]!, jumpAt);
     });
     await this.advanceBeamRows(live);
+    // Sampling is done with the batch's logits before another pass may reuse their memory.
+    for (const { d, r } of jumping) {
+      const t2 = performance.now();
+      const seq = d.seq as Sequence;
+      const forced = seq.takeForced();
+      const out = await this.runner.prefill(r, forced, seq.length);
+      seq.length += forced.length;
+      this.timing.jumpForwardTokens += forced.length;
+      const t3 = performance.now();
+      t1 += t3 - t2;
+      deliver(d.owner, seq, seq.sample(out.logits.subarray(out.logits.length - vocab), masks.get(seq)), jumpAt);
+    }
     this.scheduler.compact();
     const t = this.timing;
     t.decodeForwardMs += t1 - t0;
@@ -287,8 +311,9 @@ export class EngineCore {
       // Every choice samples its first token from the prompt's last logits.
       const masks = await this.masks.build(a.sequences);
       const sampled = a.sequences.map((seq, i) => seq.sample(last, masks[i]));
+      const jumpAt = jumpMinimum(this.scheduler.decoding.length);
       a.sequences.forEach((seq, i) => {
-        deliver(a, seq, sampled[i]!);
+        deliver(a, seq, sampled[i]!, jumpAt);
       });
     }
     this.scheduler.compact();

@@ -24,6 +24,11 @@ export interface SequenceLimits {
   wantLogprobs: boolean;
 }
 
+interface Finish {
+  reason: FinishReason;
+  stopReason: number | string | null;
+}
+
 export class Sequence {
   readonly choice: number;
   readonly sampler: SequenceSampler;
@@ -34,10 +39,17 @@ export class Sequence {
   length: number;
   /** Last sampled token: the input of the next decode step. */
   lastToken = -1;
+  /**
+   * Jump-forward tokens in the output after `lastToken` but not yet in the KV cache: the row's next
+   * step computes them after `lastToken`, and samples from the last one's logits.
+   */
+  forced: number[] = [];
   finished = false;
   private readonly text: SequenceText;
   private readonly limits: SequenceLimits;
   private readonly tokenizer: TokenizerLike;
+  /** Text → ids for jump-forward; absent when the request may not jump (no constraint, logprobs). */
+  private readonly encode?: (text: string) => number[];
 
   constructor(
     choice: number,
@@ -47,8 +59,10 @@ export class Sequence {
     limits: SequenceLimits,
     length: number,
     constraint?: TokenConstraint,
+    encode?: (text: string) => number[],
   ) {
     this.constraint = constraint;
+    this.encode = encode;
     this.choice = choice;
     this.sampler = sampler;
     this.text = text;
@@ -84,12 +98,61 @@ export class Sequence {
     const id = sampled.tokenId;
     // A token the grammar refuses can only come from an empty mask: the output ends before it.
     if (this.constraint?.accept(id) === false) return [this.finishEvent("stop", null)];
-    this.outputIds.push(id);
     this.lastToken = id;
+    const { text, finish } = this.advance(id);
+    const events: EngineEvent[] = [
+      {
+        type: "delta",
+        choice: this.choice,
+        tokenIds: [id],
+        text,
+        logprobs: this.limits.wantLogprobs ? [this.logprobEntry(sampled)] : undefined,
+      },
+    ];
+    if (finish) events.push(this.finishEvent(finish.reason, finish.stopReason));
+    return events;
+  }
+
+  /**
+   * Jump-forward: the tokens the constraint forces next (at least `minimum`) join the output
+   * without sampling, with the same stop checks, as one delta. They wait in `forced` until the
+   * row's next step computes them in one pass. Returns the events to emit (none without a jump).
+   */
+  jumpForward(minimum: number): EngineEvent[] {
+    const c = this.constraint;
+    if (this.finished || !this.encode || !c?.forcedTokens) return [];
+    const ids = c.forcedTokens(this.encode, minimum, this.limits.maxTokens - this.outputIds.length);
+    if (ids.length === 0) return [];
+    let text = "";
+    let finish: Finish | undefined;
+    const taken: number[] = [];
+    for (const id of ids) {
+      const step = this.advance(id);
+      taken.push(id);
+      text += step.text;
+      finish = step.finish;
+      if (finish) break;
+    }
+    const events: EngineEvent[] = [{ type: "delta", choice: this.choice, tokenIds: taken, text }];
+    if (finish) events.push(this.finishEvent(finish.reason, finish.stopReason));
+    else this.forced = taken;
+    return events;
+  }
+
+  /** Takes the forced tokens the row is about to compute. */
+  takeForced(): number[] {
+    const ids = this.forced;
+    this.forced = [];
+    return ids;
+  }
+
+  /** One output token (the constraint already took it): stop checks and the text it completes. */
+  private advance(id: number): { text: string; finish?: Finish } {
+    this.outputIds.push(id);
     const n = this.outputIds.length;
     const l = this.limits;
 
-    let finish: { reason: FinishReason; stopReason: number | string | null } | undefined;
+    let finish: Finish | undefined;
     let stopToken = false;
     if (n >= l.minTokens) {
       if (!l.ignoreEos && l.eosTokenIds.has(id)) finish = { reason: "stop", stopReason: null };
@@ -104,18 +167,8 @@ export class Sequence {
       finish = { reason: "repetition", stopReason: "repetition_detected" };
     // The grammar is complete and took its stop token (also with ignore_eos): nothing may follow.
     if (!finish && this.constraint?.terminated) finish = { reason: "stop", stopReason: null };
-
-    const events: EngineEvent[] = [];
     if (finish && step.stop === undefined) text += this.text.finish();
-    events.push({
-      type: "delta",
-      choice: this.choice,
-      tokenIds: [id],
-      text,
-      logprobs: l.wantLogprobs ? [this.logprobEntry(sampled)] : undefined,
-    });
-    if (finish) events.push(this.finishEvent(finish.reason, finish.stopReason));
-    return events;
+    return { text, finish };
   }
 
   finishEvent(reason: FinishReason, stopReason: number | string | null): EngineEvent {

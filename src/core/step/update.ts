@@ -9,10 +9,24 @@ import type { BeamRow } from "./beam-group.ts";
 import { choiceFinished } from "./schedule.ts";
 import type { Sequence } from "./sequence.ts";
 
-/** Appends a sampled token to a choice and forwards the events it produces. */
-export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken): void {
+/**
+ * Appends a sampled token to a choice and forwards the events it produces; then, where its
+ * grammar forces at least `jumpMinimum` tokens, those join it too (jump-forward).
+ */
+export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken, jumpMinimum: number): void {
   for (const e of seq.append(sampled)) a.emit(e);
+  for (const e of seq.jumpForward(jumpMinimum)) a.emit(e);
   if (seq.finished) choiceFinished(a);
+}
+
+/**
+ * Fewest forced tokens worth a jump with `rows` sequences decoding. A jump computes its row's
+ * forced tokens in a pass of their own: alone, that pass replaces as many steps as tokens, so two
+ * pay; in a batch, each row's token costs a fraction of a step (~2.5 ms of a 48 ms step at 16
+ * rows on 2 cores, against ~10 ms for a pass of one row), so four are needed to break even.
+ */
+export function jumpMinimum(rows: number): number {
+  return rows <= 1 ? 2 : 4;
 }
 
 /** The first event of every request: the prompt as the model saw it (and its logprobs if asked). */

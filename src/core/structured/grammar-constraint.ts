@@ -32,6 +32,28 @@ export class GrammarConstraint implements TokenConstraint {
     return false;
   }
 
+  /**
+   * Jump-forward: where the grammar leaves a single continuation, its tokens (`encode` of the
+   * forced text), already accepted by the matcher. The forced text's last token is left to
+   * sampling, so the model may still take a token that runs past the forced text (` 3` after a
+   * forced ` `, as it would tokenize the whole). Nothing is taken when fewer than `minimum`
+   * tokens would be; at most `limit` are.
+   */
+  forcedTokens(encode: (text: string) => number[], minimum: number, limit: number): number[] {
+    if (!this.matcher || limit < minimum) return [];
+    const text = this.matcher.findJumpForwardString();
+    if (text === "") return [];
+    const ids = encode(text).slice(0, -1).slice(0, limit);
+    if (ids.length < minimum) return [];
+    let accepted = 0;
+    while (accepted < ids.length && this.matcher.acceptToken(ids[accepted]!)) accepted++;
+    if (accepted >= minimum) return ids.slice(0, accepted);
+    // A tokenization the grammar does not take (it reads bytes, the tokenizer may merge across
+    // what it forces): give back what was taken and let sampling go on.
+    if (accepted > 0) this.matcher.rollBack(accepted);
+    return [];
+  }
+
   reset(): void {
     this.matcher?.reset();
     this.rejected = false;
