@@ -100,7 +100,16 @@ function openEngine(): Promise<Engine> {
   });
 }
 
-async function ortserve(text: number[], streams: number[][]) {
+/** The HTTP load's request in-process: the same user message through the chat template. */
+function greedyChat(content: string, maxTokens: number): GenerateRequest {
+  return {
+    model: MODEL,
+    prompt: { messages: [{ role: "user", content }] },
+    params: { maxTokens, cacheSalt: `run-${++salt}`, sampling: { temperature: 0, ignoreEos: true } },
+  };
+}
+
+async function ortserve(text: number[], streams: number[][], chatPrompts: string[]) {
   // Fresh engine: a short request, then one with a long prompt, then the short one again.
   const fresh = await openEngine();
   await timed(fresh, greedy(text.slice(0, 32), 8));
@@ -153,6 +162,14 @@ async function ortserve(text: number[], streams: number[][]) {
     });
     log(`ortserve ${n} streams: ${aggregate[n]!.toFixed(1)} tok/s`);
   }
+  // Target 6's in-process peer: exactly the HTTP load's requests (templated prompts are longer
+  // than the raw 64 tokens, so more of the wall time is prefill).
+  const chatAggregate16 = await repeat(RUNS, async () => {
+    const t0 = nowSeconds();
+    const runs = await Promise.all(chatPrompts.map((p) => timed(engine, greedyChat(p, 128))));
+    return runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0);
+  });
+  log(`ortserve 16 chat streams (the HTTP load in-process): ${chatAggregate16.toFixed(1)} tok/s`);
   await engine.close();
   return {
     single,
@@ -165,6 +182,7 @@ async function ortserve(text: number[], streams: number[][]) {
     prefixCold: cold,
     prefixHit: hit,
     aggregate,
+    chatAggregate16,
   };
 }
 
@@ -291,13 +309,14 @@ async function main(): Promise<void> {
 
   log("measuring read bandwidth");
   const bandwidth = await readBandwidth();
+  const tokenizer = await loadTransformersTokenizer(MODEL_DIR);
+  const chatPrompts = streams.map((ids) => tokenizer.decode(ids));
   log("measuring ortserve");
-  const ours = await ortserve(text, streams);
+  const ours = await ortserve(text, streams, chatPrompts);
   log("measuring llama.cpp");
   const peer = await llamaCpp(text, streams);
   log("measuring HTTP: ortserve serve and llama-server");
-  const tokenizer = await loadTransformersTokenizer(MODEL_DIR);
-  const web = await http(streams.map((ids) => tokenizer.decode(ids)));
+  const web = await http(chatPrompts);
 
   const roofline = bandwidth / weightBytes;
   const t = (
@@ -395,12 +414,12 @@ async function main(): Promise<void> {
     ),
     t(
       6,
-      "HTTP 16 streams vs in-process 16 streams",
+      "HTTP 16 streams vs the same requests in-process",
       fmt(web.ortserve.tokensPerSecond),
-      `${fmt(ours.aggregate[16]!)} (own, in-process)`,
-      web.ortserve.tokensPerSecond / ours.aggregate[16]!,
+      `${fmt(ours.chatAggregate16)} (own, in-process)`,
+      web.ortserve.tokensPerSecond / ours.chatAggregate16,
       ">= 0.95",
-      web.ortserve.tokensPerSecond >= 0.95 * ours.aggregate[16]!,
+      web.ortserve.tokensPerSecond >= 0.95 * ours.chatAggregate16,
     ),
     t(
       6,
