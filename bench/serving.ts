@@ -58,6 +58,7 @@ async function benchOrtserve(prompts: number[][], long: Record<number, number[]>
     prefixCacheBytes: 256 << 20,
     intraOpThreads: 2,
     jumpForward: true,
+    grammarCompileTimeoutMs: 0,
   };
   const pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
   await timed(pool, config, request(prompts[0]!, 8, "warm-up"));

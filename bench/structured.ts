@@ -44,7 +44,7 @@ interface BenchFile {
 const modelDir = join(modelsDir(), MODEL);
 const decoder = readModelConfig(modelDir).decoder;
 const vocab = readGrammarVocabulary(modelDir, decoder.vocabSize, decoder.eosTokenIds);
-const backend = new GrammarBackend(vocab, 1024);
+const backend = new GrammarBackend(vocab, { cacheSize: 1024 });
 const tok = await loadTransformersTokenizer(modelDir);
 const encode = (text: string) => tok.encode(text, { add_special_tokens: false });
 const words = Math.ceil(decoder.vocabSize / 32);

@@ -38,6 +38,8 @@ export interface ServerConfig {
   prefixCacheBytes: number;
   /** Structured outputs' jump-forward (forced text joins without sampling). */
   jumpForward: boolean;
+  /** Milliseconds a new structured-output constraint may take to compile; 0: no budget. */
+  grammarCompileTimeoutMs: number;
   maxBodyBytes: number;
   /** Chat template rendering threads and per-render budgets. */
   templates: TemplatePoolOptions;
@@ -107,6 +109,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
     jumpForward: config.jumpForward,
+    grammarCompileTimeoutMs: config.grammarCompileTimeoutMs,
     templates: config.templates,
   });
   let draining = false;

@@ -27,6 +27,9 @@ export const TEMPLATE_POOL_DEFAULTS: TemplatePoolOptions = {
   maxOutputChars: 16 << 20,
 };
 
+/** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
+const RENDER_WORKER = import.meta.url.endsWith(".ts") ? "./render-worker.ts" : "./render-worker.js";
+
 /** Heap per render thread: room for the output budget's strings and the copies concatenation makes. */
 function heapLimitMb(maxOutputChars: number): number {
   return Math.max(256, Math.ceil((maxOutputChars * 2 * 8) / (1 << 20)));
@@ -53,7 +56,7 @@ export class TemplatePool {
         throw new RangeError(`template pool ${name} must be a positive integer, got ${value}`);
     this.heapMb = heapLimitMb(maxOutputChars);
     this.pool = new Piscina({
-      filename: new URL("./render-worker.ts", import.meta.url).href,
+      filename: new URL(RENDER_WORKER, import.meta.url).href,
       minThreads: workers,
       maxThreads: workers,
       idleTimeout: Number.POSITIVE_INFINITY,

@@ -125,4 +125,6 @@ export interface EngineCoreConfig {
   intraOpThreads: number;
   /** Structured outputs: text the grammar forces joins the output without sampling (jump-forward). */
   jumpForward: boolean;
+  /** Milliseconds a new structured-output constraint may take to compile (0: no budget). */
+  grammarCompileTimeoutMs: number;
 }

@@ -14,6 +14,7 @@ export function engineConfig(modelDir: string, extra: Partial<EngineCoreConfig> 
     prefixCacheBytes: 16 << 20,
     intraOpThreads: 1,
     jumpForward: true,
+    grammarCompileTimeoutMs: 0,
     ...extra,
   };
 }

@@ -55,7 +55,8 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
   // ajv-formats is CommonJS: its plugin is the module's `default` export.
   addFormats.default(ajv);
   beforeAll(async () => {
-    engine = await Engine.open({ workers: 1, threads: 2 });
+    // A compile budget short enough for the refusal test below (a 2,000-character string).
+    engine = await Engine.open({ workers: 1, threads: 2, grammarCompileTimeoutMs: 1000 });
   });
   afterAll(async () => {
     await engine?.close();
@@ -193,6 +194,12 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
     await expect(run("x", { kind: "grammar", grammar: "root ::= nope" })).rejects.toMatchObject({
       status: 400,
       message: expect.stringContaining("nope"),
+    });
+    const slow = { kind: "json_schema" as const, schema: '{"type":"string","maxLength":2000}', anyWhitespace: true };
+    await expect(run("x", slow)).rejects.toMatchObject({
+      status: 400,
+      param: "structured_outputs.json",
+      message: expect.stringContaining("grammar compile budget"),
     });
   });
 

@@ -130,7 +130,7 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
   });
 
   it("compiled grammars are cached per constraint and bounded", async () => {
-    const small = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]), 2);
+    const small = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]), { cacheSize: 2 });
     const c = (s: string): StructuredConstraint => ({ kind: "choice", choices: [s] });
     const first = await small.compile(c("a"));
     expect((await small.compile(c("a"))).compiled).toBe(first.compiled);

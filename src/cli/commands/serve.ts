@@ -55,6 +55,10 @@ Options:
                          (or a stream error event) (default: 600; 0: no limit)
   --no-jump-forward      structured outputs: sample every token, also text the grammar forces
                          (default: forced text joins without sampling, several tokens per pass)
+  --grammar-compile-timeout-ms <n>
+                         time a new structured-output constraint may take to compile (in a
+                         thread of its own, so decoding never waits longer); beyond it a 400
+                         (default: 10000; 0: no budget, compile on the engine's thread)
   --metrics-require-key  /metrics needs an API key like every route but /health
                          (default: /metrics is open, for scrapers on a private network)
   --no-setup             do not fetch/convert the default model first
@@ -86,6 +90,7 @@ export async function run(argv: string[]): Promise<void> {
       "request-timeout-s": { type: "string" },
       "metrics-require-key": { type: "boolean" },
       "no-jump-forward": { type: "boolean" },
+      "grammar-compile-timeout-ms": { type: "string" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -118,6 +123,7 @@ export async function run(argv: string[]): Promise<void> {
     strictToolChoice: values["strict-tool-choice"] ?? false,
     metricsRequireKey: values["metrics-require-key"] ?? false,
     jumpForward: !values["no-jump-forward"],
+    grammarCompileTimeoutMs: limit("grammar-compile-timeout-ms", SERVER_DEFAULTS.grammarCompileTimeoutMs),
     admission: {
       maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),
       maxConcurrentPerKey: limit(

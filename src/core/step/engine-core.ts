@@ -113,6 +113,7 @@ export class EngineCore {
   structuredBackend(): GrammarBackend {
     this.grammars ??= new GrammarBackend(
       readGrammarVocabulary(this.config.modelDir, this.model.vocabSize, this.model.eosTokenIds),
+      { compileTimeoutMs: this.config.grammarCompileTimeoutMs },
     );
     return this.grammars;
   }
@@ -160,6 +161,7 @@ export class EngineCore {
    */
   async close(): Promise<void> {
     while (this.looping || this.scheduler.hasWork()) await new Promise((r) => setImmediate(r));
+    await this.grammars?.close();
     await this.runner.release();
   }
 

@@ -6,27 +6,13 @@
  * unusable — and only then compiled by the instance that holds the vocabulary.
  */
 import { checkSupported, refused } from "./check-constraint.ts";
-import { ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
+import type { StructuredConstraint } from "./constraint-spec.ts";
+import { CompileBudget } from "./compile-budget.ts";
+import { compileWith, type Instance, loadInstance, parseWith } from "./grammar-compile.ts";
 import { GrammarConstraint } from "./grammar-constraint.ts";
 import { Lru } from "./lru.ts";
-import { forBackend } from "./regex-support.ts";
-import { withBackendPatterns } from "./schema-support.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
-import {
-  abortReason,
-  type CompiledGrammar,
-  captureErrors,
-  type GrammarCompiler,
-  loadXGrammar,
-  type TokenizerInfo,
-  type XGrammar,
-} from "./xgrammar-module.ts";
-
-interface Instance {
-  xg: XGrammar;
-  info: TokenizerInfo;
-  compiler: GrammarCompiler;
-}
+import { abortReason, type CompiledGrammar, captureErrors, loadXGrammar, type XGrammar } from "./xgrammar-module.ts";
 
 export interface CompileResult {
   compiled: CompiledGrammar;
@@ -36,15 +22,26 @@ export interface CompileResult {
 
 export const DEFAULT_GRAMMAR_CACHE = 64;
 
+export interface GrammarBackendOptions {
+  /** Compiled grammars kept (LRU). */
+  cacheSize?: number;
+  /** Milliseconds a new constraint may take to compile (see compile-budget.ts); 0: no budget. */
+  compileTimeoutMs?: number;
+}
+
 export class GrammarBackend {
   private readonly vocab: GrammarVocabulary;
   private instance: Promise<Instance> | undefined;
   private parser: Promise<XGrammar> | undefined;
   private readonly cache: Lru<string, CompiledGrammar>;
 
-  constructor(vocab: GrammarVocabulary, cacheSize = DEFAULT_GRAMMAR_CACHE) {
+  private readonly budget: CompileBudget | undefined;
+
+  constructor(vocab: GrammarVocabulary, options: GrammarBackendOptions = {}) {
     this.vocab = vocab;
-    this.cache = new Lru(cacheSize, (g) => g.dispose());
+    this.cache = new Lru(options.cacheSize ?? DEFAULT_GRAMMAR_CACHE, (g) => g.dispose());
+    const timeout = options.compileTimeoutMs ?? 0;
+    this.budget = timeout > 0 ? new CompileBudget(vocab, timeout) : undefined;
   }
 
   get cachedGrammars(): number {
@@ -52,20 +49,7 @@ export class GrammarBackend {
   }
 
   private load(): Promise<Instance> {
-    this.instance ??= (async () => {
-      const xg = await loadXGrammar();
-      const v = this.vocab;
-      const info = await xg.TokenizerInfo.createTokenizerInfo(
-        v.encodedVocab,
-        v.vocabType,
-        v.prependSpace,
-        v.vocabSize,
-        v.stopTokenIds,
-      );
-      // Compiled grammars are cached here, bounded; XGrammar's own cache would grow without limit.
-      const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
-      return { xg, info, compiler };
-    })();
+    this.instance ??= loadInstance(this.vocab);
     this.instance.catch(() => {
       this.instance = undefined;
     });
@@ -79,6 +63,8 @@ export class GrammarBackend {
     if (hit) return { compiled: hit, compileMs: 0 };
     checkSupported(c);
     await this.parse(c);
+    // Compiled first where a slow compile stalls nothing (and refused if it overruns).
+    await this.budget?.check(c, key);
     const inst = await this.load();
     const t0 = performance.now();
     const r = await captureErrors(() => compileWith(inst, c));
@@ -120,75 +106,9 @@ export class GrammarBackend {
       throw refused(c, abortReason(r.messages, r.error));
     }
   }
-}
 
-function choiceGrammar(choices: readonly string[]): string {
-  return `root ::= ${choices.map(ebnfString).join(" | ")}`;
-}
-
-function regexTag(pattern: string): string {
-  return JSON.stringify({ type: "structural_tag", format: { type: "regex", pattern: forBackend(pattern) } });
-}
-
-function schemaText(schema: string): string {
-  return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
-}
-
-/** The structural tag with its schemas and regexes in the backend's reading, as on their own. */
-function structuralTagText(tag: string): string {
-  const visit = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(visit);
-    if (typeof v !== "object" || v === null) return v;
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = visit(x);
-    if (out.type === "json_schema" || out.type === "qwen_xml_parameter")
-      out.json_schema = withBackendPatterns(out.json_schema);
-    if (out.type === "regex" && typeof out.pattern === "string") out.pattern = forBackend(out.pattern);
-    if ("begin" in out && "schema" in out)
-      out.schema =
-        typeof out.schema === "string"
-          ? JSON.stringify(withBackendPatterns(JSON.parse(out.schema)))
-          : withBackendPatterns(out.schema);
-    return out;
-  };
-  return JSON.stringify(visit(JSON.parse(tag)));
-}
-
-/** Compact separators when any-whitespace is off. */
-function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | undefined] {
-  return anyWhitespace ? [true, 2, undefined] : [false, -1, [",", ":"]];
-}
-
-async function parseWith(xg: XGrammar, c: StructuredConstraint) {
-  switch (c.kind) {
-    case "json_schema":
-      return xg.Grammar.fromJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
-    case "json_object":
-      return xg.Grammar.fromJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
-    case "regex":
-      return xg.Grammar.fromStructuralTag(regexTag(c.pattern));
-    case "choice":
-      return xg.Grammar.fromEBNF(choiceGrammar(c.choices));
-    case "grammar":
-      return xg.Grammar.fromEBNF(c.grammar);
-    case "structural_tag":
-      return xg.Grammar.fromStructuralTag(structuralTagText(c.structuralTag));
-  }
-}
-
-async function compileWith({ compiler }: Instance, c: StructuredConstraint): Promise<CompiledGrammar> {
-  switch (c.kind) {
-    case "json_schema":
-      return compiler.compileJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
-    case "json_object":
-      return compiler.compileJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
-    case "regex":
-      return compiler.compileStructuralTag(regexTag(c.pattern));
-    case "choice":
-      return compiler.compileGrammar(choiceGrammar(c.choices));
-    case "grammar":
-      return compiler.compileGrammar(c.grammar);
-    case "structural_tag":
-      return compiler.compileStructuralTag(structuralTagText(c.structuralTag));
+  /** Ends the compile-budget thread, if one was started. */
+  close(): Promise<void> {
+    return this.budget?.close() ?? Promise.resolve();
   }
 }

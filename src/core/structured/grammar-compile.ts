@@ -1,0 +1,109 @@
+/**
+ * A constraint in XGrammar's terms: an instance holding a vocabulary's tokenizer info and
+ * compiler, and each constraint kind parsed or compiled by it (schemas and regexes first
+ * rewritten into the backend's reading). Shared by the engine's backend and the compile-budget
+ * thread, so both compile exactly the same grammar.
+ */
+import { ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
+import { forBackend } from "./regex-support.ts";
+import { withBackendPatterns } from "./schema-support.ts";
+import type { GrammarVocabulary } from "./vocabulary.ts";
+import {
+  type CompiledGrammar,
+  type GrammarCompiler,
+  loadXGrammar,
+  type TokenizerInfo,
+  type XGrammar,
+} from "./xgrammar-module.ts";
+
+export interface Instance {
+  xg: XGrammar;
+  info: TokenizerInfo;
+  compiler: GrammarCompiler;
+}
+
+/** A fresh instance with the vocabulary's tokenizer info and a compiler over it. */
+export async function loadInstance(v: GrammarVocabulary): Promise<Instance> {
+  const xg = await loadXGrammar();
+  const info = await xg.TokenizerInfo.createTokenizerInfo(
+    v.encodedVocab,
+    v.vocabType,
+    v.prependSpace,
+    v.vocabSize,
+    v.stopTokenIds,
+  );
+  // Compiled grammars are cached by the caller, bounded; XGrammar's own cache would grow without limit.
+  const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+  return { xg, info, compiler };
+}
+
+function choiceGrammar(choices: readonly string[]): string {
+  return `root ::= ${choices.map(ebnfString).join(" | ")}`;
+}
+
+function regexTag(pattern: string): string {
+  return JSON.stringify({ type: "structural_tag", format: { type: "regex", pattern: forBackend(pattern) } });
+}
+
+function schemaText(schema: string): string {
+  return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
+}
+
+/** The structural tag with its schemas and regexes in the backend's reading, as on their own. */
+function structuralTagText(tag: string): string {
+  const visit = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(visit);
+    if (typeof v !== "object" || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = visit(x);
+    if (out.type === "json_schema" || out.type === "qwen_xml_parameter")
+      out.json_schema = withBackendPatterns(out.json_schema);
+    if (out.type === "regex" && typeof out.pattern === "string") out.pattern = forBackend(out.pattern);
+    if ("begin" in out && "schema" in out)
+      out.schema =
+        typeof out.schema === "string"
+          ? JSON.stringify(withBackendPatterns(JSON.parse(out.schema)))
+          : withBackendPatterns(out.schema);
+    return out;
+  };
+  return JSON.stringify(visit(JSON.parse(tag)));
+}
+
+/** Compact separators when any-whitespace is off. */
+function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | undefined] {
+  return anyWhitespace ? [true, 2, undefined] : [false, -1, [",", ":"]];
+}
+
+export async function parseWith(xg: XGrammar, c: StructuredConstraint) {
+  switch (c.kind) {
+    case "json_schema":
+      return xg.Grammar.fromJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
+    case "json_object":
+      return xg.Grammar.fromJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
+    case "regex":
+      return xg.Grammar.fromStructuralTag(regexTag(c.pattern));
+    case "choice":
+      return xg.Grammar.fromEBNF(choiceGrammar(c.choices));
+    case "grammar":
+      return xg.Grammar.fromEBNF(c.grammar);
+    case "structural_tag":
+      return xg.Grammar.fromStructuralTag(structuralTagText(c.structuralTag));
+  }
+}
+
+export async function compileWith({ compiler }: Instance, c: StructuredConstraint): Promise<CompiledGrammar> {
+  switch (c.kind) {
+    case "json_schema":
+      return compiler.compileJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
+    case "json_object":
+      return compiler.compileJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
+    case "regex":
+      return compiler.compileStructuralTag(regexTag(c.pattern));
+    case "choice":
+      return compiler.compileGrammar(choiceGrammar(c.choices));
+    case "grammar":
+      return compiler.compileGrammar(c.grammar);
+    case "structural_tag":
+      return compiler.compileStructuralTag(structuralTagText(c.structuralTag));
+  }
+}
