@@ -46,6 +46,12 @@ const ROW_STEP = 4;
  */
 export const SHRINK_GRACE_MS = 2000;
 
+/** Feeds (past_key_values.*) and fetches (present.*) over the same memory. */
+export interface KvBinding {
+  feeds: Record<string, Tensor>;
+  fetches: Record<string, Tensor>;
+}
+
 export interface KvShape {
   layers: number;
   kvHeads: number;
@@ -65,6 +71,10 @@ export class KvSlots implements KvRows {
   private readonly now: () => number;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
   private oversizedSince: number | undefined;
+  /** The last rows bound, and over which buffers: reused while nothing changed. */
+  private lastBinding:
+    | { firstRow: number; count: number; buffers: KvArray[]; positions: number; binding: KvBinding }
+    | undefined;
 
   constructor(
     shape: KvShape,
@@ -241,8 +251,19 @@ export class KvSlots implements KvRows {
    * Feeds and fetches for rows [firstRow, firstRow + count): the same memory as past input and as
    * present output.
    */
-  bind(firstRow: number, count: number): { feeds: Record<string, Tensor>; fetches: Record<string, Tensor> } {
+  bind(firstRow: number, count: number): KvBinding {
     this.ensureRows(firstRow + count);
+    // Decode steps bind the same rows step after step: the tensors are reused until the rows or
+    // the buffers change (2 per layer, each a view object ONNX Runtime's Tensor validates).
+    const last = this.lastBinding;
+    if (
+      last &&
+      last.firstRow === firstRow &&
+      last.count === count &&
+      last.buffers === this.buffers &&
+      last.positions === this.positions
+    )
+      return last.binding;
     const { layers, kvHeads, headDim } = this.shape;
     const rowFloats = this.rowFloats(this.positions);
     const dims = [count, kvHeads, this.positions, headDim];
@@ -254,6 +275,8 @@ export class KvSlots implements KvRows {
         feeds[`past_key_values.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);
         fetches[`present.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);
       }
-    return { feeds, fetches };
+    const binding = { feeds, fetches };
+    this.lastBinding = { firstRow, count, buffers: this.buffers, positions: this.positions, binding };
+    return binding;
   }
 }
