@@ -156,6 +156,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         metrics.kvCacheUsedBytes.set(s.kvUsedBytes, { engine });
         metrics.engineSteps.setTotal(s.steps, { engine });
         metrics.abortsFreed.setTotal(s.abortsFreed, { engine });
+        metrics.jumpForwardTokens.setTotal(s.jumpForwardTokens, { engine });
         metrics.abortFreeStepsMax.set(s.abortFreeStepsMax, { engine });
       }
     },

@@ -73,6 +73,7 @@ export class Metrics {
   readonly requestTimeouts = new Counter();
   readonly engineSteps = new Counter();
   readonly abortsFreed = new Counter();
+  readonly jumpForwardTokens = new Counter();
   readonly abortFreeStepsMax = new Gauge();
 
   render(): string {
@@ -155,6 +156,11 @@ export class Metrics {
       "ortserve_aborted_requests_freed_total",
       "Aborted or disconnected requests whose sequences the engine freed, per engine.",
       this.abortsFreed,
+    );
+    counter(
+      "ortserve_jump_forward_tokens_total",
+      "Structured-output tokens the grammar forced, joined without sampling (jump-forward), per engine.",
+      this.jumpForwardTokens,
     );
     gauge(
       "ortserve_abort_free_steps_max",

@@ -87,6 +87,40 @@ describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () =
     expectValid(text, finish);
   });
 
+  it("jump-forward: forced keys stream as deltas, count in usage and in /metrics", async () => {
+    const jumped = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return [...text.matchAll(/^ortserve_jump_forward_tokens_total\{[^}]*\} (\d+)$/gm)].reduce(
+        (sum, m) => sum + Number(m[1]),
+        0,
+      );
+    };
+    const before = await jumped();
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      temperature: 1,
+      max_completion_tokens: 80,
+      stream: true,
+      stream_options: { include_usage: true },
+      // Compact JSON: with any whitespace allowed, little is forced (a key's closing quote may be
+      // followed by spaces or the colon).
+      structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
+    } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
+    let text = "";
+    let finish: string | null = null;
+    let completionTokens = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      completionTokens = chunk.usage?.completion_tokens ?? completionTokens;
+    }
+    expectValid(text, finish);
+    expect(completionTokens).toBeGreaterThan(0);
+    expect(completionTokens).toBeLessThanOrEqual(80);
+    expect(await jumped()).toBeGreaterThan(before);
+  });
+
   it("structured_outputs json (compact) and choice, streamed with n = 3", async () => {
     const json = await client.chat.completions.create({
       model: MODEL,
