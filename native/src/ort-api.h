@@ -238,7 +238,10 @@ struct OrtApi {
   // AllocatorFree), and each value is released with ReleaseValue.
   OrtStatus*(ORT_API_CALL* GetBoundOutputValues)(const OrtIoBinding* binding, OrtAllocator* allocator,
                                                  OrtValue*** values, size_t* count);
-  void* unused141[133];  // 141-273
+  // Unbind every input (or output) of a binding: the kept binding starts over.
+  void(ORT_API_CALL* ClearBoundInputs)(OrtIoBinding* binding);
+  void(ORT_API_CALL* ClearBoundOutputs)(OrtIoBinding* binding);
+  void* unused143[131];  // 143-273
   // fn(data, i) for i in [0, total) on the session's intra-op pool; returns when all are done.
   OrtStatus*(ORT_API_CALL* KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t),
                                                       size_t total, size_t batches, void* data);
@@ -309,6 +312,8 @@ ORTSERVE_SLOT(BindInput, 136);
 ORTSERVE_SLOT(BindOutput, 137);
 ORTSERVE_SLOT(BindOutputToDevice, 138);
 ORTSERVE_SLOT(GetBoundOutputValues, 140);
+ORTSERVE_SLOT(ClearBoundInputs, 141);
+ORTSERVE_SLOT(ClearBoundOutputs, 142);
 ORTSERVE_SLOT(KernelContext_ParallelFor, 274);
 #undef ORTSERVE_SLOT
 static_assert(sizeof(OrtApi) == 275 * sizeof(void*), "OrtApi ends at KernelContext_ParallelFor (slot 274)");

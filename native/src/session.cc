@@ -23,6 +23,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "attention.h"
@@ -360,7 +361,8 @@ class RunWorker : public Napi::AsyncWorker {
 
   Napi::Promise Promise() { return deferred_.Promise(); }
   // Binds feeds and fetches; false (and a JavaScript exception) when an argument is wrong.
-  bool Bind(Napi::Array inputs, Napi::Array outputs);
+  // With `kept`, into the session's kept binding (see Session::Run), on top of what it holds.
+  bool Bind(Napi::Array inputs, Napi::Array outputs, OrtIoBinding* kept);
 
   void Execute() override;
   void OnOK() override;
@@ -376,7 +378,11 @@ class RunWorker : public Napi::AsyncWorker {
   Napi::ObjectReference self_;
   Napi::Promise::Deferred deferred_;
   OrtIoBinding* binding_ = nullptr;
+  // The binding is the session's kept one: not released here, and nothing is fetched back.
+  bool kept_ = false;
   std::vector<OrtValue*> values_;
+  // Name of each value in values_ ("in:" or "out:" + the value's name).
+  std::vector<std::string> valueNames_;
   std::vector<Napi::ObjectReference> arrays_;
   std::vector<bool> onDevice_;
   OrtValue** results_ = nullptr;
@@ -447,6 +453,22 @@ class Session : public Napi::ObjectWrap<Session> {
     for (size_t i = 0; i < inputs_.size(); i++)
       if (inputs_[i].name == name) return static_cast<int>(i);
     return -1;
+  }
+
+  // A value now bound under `name` in the kept binding; the one it replaces is released.
+  void Hold(const std::string& name, OrtValue* value) {
+    OrtValue*& slot = held_[name];
+    if (slot != nullptr) ort->ReleaseValue(slot);
+    slot = value;
+  }
+
+  void ClearKept() {
+    if (kept_ != nullptr) {
+      ort->ClearBoundInputs(kept_);
+      ort->ClearBoundOutputs(kept_);
+    }
+    for (auto& [name, value] : held_) ort->ReleaseValue(value);
+    held_.clear();
   }
 
  private:
@@ -524,6 +546,15 @@ class Session : public Napi::ObjectWrap<Session> {
   // run(inputs: {name, type, data, dims}[], outputs: {name, type?, data?, dims?}[]): Promise<outputs>
   // An output with data is written in place and settles as undefined; one without data is
   // allocated by ONNX Runtime and settles as {type, dims, data} (a fresh copy).
+  //
+  // A third argument selects the kept binding, which lives across runs so that a decode step
+  // binds only what changed (the KV cache's 2 x layers tensors stay bound step after step):
+  //   0 (default)  the run's own binding of everything given;
+  //   1            the kept binding, emptied, then everything given;
+  //   2            the kept binding as it is, with what is given bound over it by name.
+  // A kept run takes pre-allocated outputs only and settles as undefined for each. Values stay
+  // bound after their run: the caller must give a new tensor for a name before a value it bound
+  // there is freed or moved (ortserve's NativeDecoderSession compares tensor identities).
   Napi::Value Run(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (session_ == nullptr) {
@@ -534,9 +565,33 @@ class Session : public Napi::ObjectWrap<Session> {
       Napi::TypeError::New(env, "run(inputs, outputs): two arrays").ThrowAsJavaScriptException();
       return env.Undefined();
     }
+    int mode = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
+    if (mode < 0 || mode > 2) {
+      Napi::TypeError::New(env, "run: the binding mode is 0, 1 or 2").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    OrtIoBinding* kept = nullptr;
+    if (mode != 0) {
+      // The kept binding is changed before the run starts: no other run may be using it.
+      if (running_ > 0) {
+        Napi::Error::New(env, "run: the kept binding is in use by a run in flight").ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+      if (kept_ == nullptr) {
+        std::string error = failure(ort->CreateIoBinding(session_, &kept_));
+        if (!error.empty()) {
+          Napi::Error::New(env, error).ThrowAsJavaScriptException();
+          return env.Undefined();
+        }
+      }
+      if (mode == 1) ClearKept();
+      kept = kept_;
+    }
     auto* worker = new RunWorker(env, this, Value());
-    if (!worker->Bind(info[0].As<Napi::Array>(), info[1].As<Napi::Array>())) {
+    if (!worker->Bind(info[0].As<Napi::Array>(), info[1].As<Napi::Array>(), kept)) {
       delete worker;
+      // What was half bound over the kept binding is not known to the caller: start it over.
+      if (kept != nullptr) ClearKept();
       return env.Undefined();
     }
     Napi::Promise promise = worker->Promise();
@@ -551,11 +606,17 @@ class Session : public Napi::ObjectWrap<Session> {
   }
 
   void ReleaseSession() {
+    ClearKept();
+    if (kept_ != nullptr) ort->ReleaseIoBinding(kept_);
+    kept_ = nullptr;
     if (session_ != nullptr) ort->ReleaseSession(session_);
     session_ = nullptr;
   }
 
   OrtSession* session_ = nullptr;
+  // The binding kept across runs (mode 1 and 2 of run()), and the values bound in it by name.
+  OrtIoBinding* kept_ = nullptr;
+  std::unordered_map<std::string, OrtValue*> held_;
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   int running_ = 0;
@@ -578,7 +639,7 @@ RunWorker::~RunWorker() {
       failure(ort->AllocatorFree(allocator, results_));
   }
   for (OrtValue* v : values_) ort->ReleaseValue(v);
-  if (binding_ != nullptr) ort->ReleaseIoBinding(binding_);
+  if (binding_ != nullptr && !kept_) ort->ReleaseIoBinding(binding_);
   session_->Leave();
 }
 
@@ -626,13 +687,20 @@ OrtValue* RunWorker::Wrap(Napi::Value data, int type, Napi::Value dimsValue, con
       cpuMemory, pointer, bytes, dims.data(), dims.size(), static_cast<ONNXTensorElementDataType>(type), &value));
   if (!error.empty()) return Fail(name + ": " + error), nullptr;
   values_.push_back(value);
+  valueNames_.push_back(name);
   arrays_.push_back(Napi::Persistent(array.As<Napi::Object>()));
   return value;
 }
 
-bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs) {
-  std::string error = failure(ort->CreateIoBinding(session_->session(), &binding_));
-  if (!error.empty()) return Fail(error);
+bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs, OrtIoBinding* kept) {
+  std::string error;
+  if (kept != nullptr) {
+    binding_ = kept;
+    kept_ = true;
+  } else {
+    error = failure(ort->CreateIoBinding(session_->session(), &binding_));
+    if (!error.empty()) return Fail(error);
+  }
   for (uint32_t i = 0; i < inputs.Length(); i++) {
     Napi::Value item = inputs.Get(i);
     if (!item.IsObject()) return Fail("run: inputs must be objects");
@@ -644,6 +712,7 @@ bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs) {
     if (session_->InputIndex(name) < 0) return Fail("run: the model has no input " + name);
     OrtValue* value = Wrap(feed.Get("data"), typeValue.As<Napi::Number>().Int32Value(), feed.Get("dims"), name);
     if (value == nullptr) return false;
+    valueNames_.back() = "in:" + name;
     error = failure(ort->BindInput(binding_, name.c_str(), value));
     if (!error.empty()) return Fail(name + ": " + error);
   }
@@ -656,6 +725,8 @@ bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs) {
     std::string name = nameValue.As<Napi::String>().Utf8Value();
     if (session_->OutputIndex(name) < 0) return Fail("run: the model has no output " + name);
     Napi::Value data = fetch.Get("data");
+    if (kept_ && (data.IsUndefined() || data.IsNull()))
+      return Fail("run: a kept binding takes pre-allocated outputs only (" + name + ")");
     if (data.IsUndefined() || data.IsNull()) {
       error = failure(ort->BindOutputToDevice(binding_, name.c_str(), cpuMemory));
       onDevice_.push_back(true);
@@ -664,17 +735,23 @@ bool RunWorker::Bind(Napi::Array inputs, Napi::Array outputs) {
       if (!typeValue.IsNumber()) return Fail("run: a pre-allocated output needs a type");
       OrtValue* value = Wrap(data, typeValue.As<Napi::Number>().Int32Value(), fetch.Get("dims"), name);
       if (value == nullptr) return false;
+      valueNames_.back() = "out:" + name;
       error = failure(ort->BindOutput(binding_, name.c_str(), value));
       onDevice_.push_back(false);
     }
     if (!error.empty()) return Fail(name + ": " + error);
+  }
+  if (kept_) {
+    // Bound for good: the session releases each value when its name is bound again.
+    for (size_t i = 0; i < values_.size(); i++) session_->Hold(valueNames_[i], values_[i]);
+    values_.clear();
   }
   return true;
 }
 
 void RunWorker::Execute() {
   std::string error = failure(ort->RunWithBinding(session_->session(), nullptr, binding_));
-  if (error.empty()) {
+  if (error.empty() && !kept_) {
     OrtAllocator* allocator = nullptr;
     error = failure(ort->GetAllocatorWithDefaultOptions(&allocator));
     if (error.empty()) error = failure(ort->GetBoundOutputValues(binding_, allocator, &results_, &resultCount_));
@@ -686,6 +763,11 @@ void RunWorker::OnOK() {
   Napi::Env env = Env();
   Napi::HandleScope scope(env);
   Napi::Array out = Napi::Array::New(env, onDevice_.size());
+  if (kept_) {
+    // Every output was pre-allocated and written in place.
+    deferred_.Resolve(out);
+    return;
+  }
   if (resultCount_ != onDevice_.size()) {
     deferred_.Reject(Napi::Error::New(env, "ONNX Runtime returned " + std::to_string(resultCount_) +
                                                " outputs for " + std::to_string(onDevice_.size()))

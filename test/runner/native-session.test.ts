@@ -278,6 +278,58 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       await expect(native.run(feeds, { logits: null }, { tag: "x" })).rejects.toThrow(/run options/);
     });
 
+    it("keeps its binding across runs: changed tensors are rebound, a concurrent run binds its own", async () => {
+      const [ort, native] = await both("fp32");
+      const mine = new BatchRunner(native, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const reference = new BatchRunner(ort, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const same = async (run: (r: BatchRunner) => Promise<{ logits: Float32Array }>) => {
+        const got = await run(mine);
+        const want = await run(reference);
+        expect(bytes(got.logits).equals(bytes(want.logits))).toBe(true);
+      };
+      await same((r) => r.prefill(0, [1, 2, 3], 0));
+      await same((r) => r.prefill(1, [4, 5], 0));
+      // The same rows step after step: only ids, positions, mask and logits cross again.
+      await same((r) => r.decode([6, 7], [3, 2]));
+      await same((r) => r.decode([8, 9], [4, 3]));
+      // A prompt long enough to grow the cache: new buffers, so every KV tensor is rebound.
+      await same((r) =>
+        r.prefill(
+          0,
+          Array.from({ length: 70 }, (_, i) => 10 + i),
+          5,
+        ),
+      );
+      await same((r) => r.decode([11, 12], [75, 4]));
+
+      const feeds: Record<string, Tensor> = {
+        input_ids: new Tensor("int64", BigInt64Array.of(1n, 40n), [1, 2]),
+        attention_mask: new Tensor("int64", BigInt64Array.of(1n, 1n), [1, 2]),
+        position_ids: new Tensor("int64", BigInt64Array.of(0n, 1n), [1, 2]),
+        num_logits_to_keep: new Tensor("int64", BigInt64Array.of(1n), []),
+      };
+      const fetches: Record<string, Tensor | null> = { logits: null };
+      for (let l = 0; l < shape.layers; l++)
+        for (const kind of ["key", "value"]) {
+          const dims = [1, shape.kvHeads, 2, shape.headDim];
+          feeds[`past_key_values.${l}.${kind}`] = new Tensor(
+            "float32",
+            new Float32Array(2 * shape.kvHeads * shape.headDim),
+            dims,
+          );
+          fetches[`present.${l}.${kind}`] = new Tensor(
+            "float32",
+            new Float32Array(2 * shape.kvHeads * shape.headDim),
+            dims,
+          );
+        }
+      const want = (await ort.run(feeds, ["logits"])).logits!.data as Float32Array;
+      // Started together: the first takes the kept binding, the second (it is in use) its own.
+      const [x, y] = await Promise.all([native.run(feeds, fetches), native.run(feeds, fetches)]);
+      for (const out of [x, y])
+        expect(bytes(out.logits!.data as Float32Array).equals(bytes(want))).toBe(true);
+    });
+
     it("reuseLogits keeps one logits buffer: each result is valid until the next run", async () => {
       const native = nativeSessions!.create(paths.fp32!, {
         intraOpThreads: THREADS,

@@ -46,13 +46,22 @@ interface RawTensor {
 interface RawSession {
   readonly inputMetadata: RawMetadata[];
   readonly outputMetadata: RawMetadata[];
-  /** Outputs given data are written in place and settle as undefined; the rest are copied out. */
+  /**
+   * Outputs given data are written in place and settle as undefined; the rest are copied out.
+   * `mode`: 0 the run's own binding; 1 the session's kept binding, emptied first; 2 the kept
+   * binding with what is given bound over it (see native/src/session.cc).
+   */
   run(
     inputs: RawTensor[],
     outputs: (RawTensor | { name: string })[],
+    mode?: BindingMode,
   ): Promise<({ type: number; dims: number[]; buffer: ArrayBuffer } | undefined)[]>;
   release(): void;
 }
+
+/** The addon's binding modes: the run's own binding, the kept one emptied, the kept one updated. */
+const BindingMode = { Own: 0, KeptFresh: 1, KeptUpdate: 2 } as const;
+type BindingMode = (typeof BindingMode)[keyof typeof BindingMode];
 
 interface SessionAddon {
   /** The ONNX Runtime C API version the addon requests (native/src/ort-api.h). */
@@ -151,6 +160,11 @@ export class NativeDecoderSession implements InferenceSession {
   private readonly reuseLogits: boolean;
   /** With reuseLogits, where the logits go: each run's are a view valid until the next run. */
   private reused = new Float32Array(0);
+  /** Runs started and not yet settled: the kept binding is only changed when none is. */
+  private inFlight = 0;
+  /** What the kept binding holds, by "in:"/"out:" + name, after the last kept run that succeeded. */
+  private kept: Map<string, WeakRef<Tensor>> | undefined;
+  private keptNames = "";
 
   constructor(raw: RawSession, reuseLogits = false) {
     this.raw = raw;
@@ -218,18 +232,30 @@ export class NativeDecoderSession implements InferenceSession {
     if (options && Object.keys(options).length > 0)
       throw new Error("the native session takes no run options");
 
-    const inputs = Object.entries(feeds).map(([name, t]) => rawTensor(name, t as Tensor));
     const given: Record<string, Tensor> = {};
-    const outputs = Object.entries(fetches).map(([name, t]) => {
+    const fetched = Object.entries(fetches).map(([name, t]): [string, Tensor | undefined] => {
       if (t === null) {
         const dims = this.predictDims(name, feeds);
-        if (!dims) return { name };
+        if (!dims) return [name, undefined];
         t = this.outputTensor(dims);
       }
       given[name] = t as Tensor;
-      return rawTensor(name, t as Tensor);
+      return [name, t as Tensor];
     });
-    const results = await this.raw.run(inputs, outputs);
+    // The kept binding needs every output pre-allocated and no other run using it.
+    if (this.inFlight === 0 && fetched.every(([, t]) => t !== undefined)) {
+      await this.runKept(feeds as Record<string, Tensor>, fetched as [string, Tensor][]);
+      return given;
+    }
+    const inputs = Object.entries(feeds).map(([name, t]) => rawTensor(name, t as Tensor));
+    const outputs = fetched.map(([name, t]) => (t ? rawTensor(name, t) : { name }));
+    this.inFlight++;
+    let results: Awaited<ReturnType<RawSession["run"]>>;
+    try {
+      results = await this.raw.run(inputs, outputs);
+    } finally {
+      this.inFlight--;
+    }
     const out: Record<string, OnnxValue> = {};
     outputs.forEach(({ name }, i) => {
       const r = results[i];
@@ -245,6 +271,38 @@ export class NativeDecoderSession implements InferenceSession {
       }
     });
     return out;
+  }
+
+  /**
+   * A run over the session's kept binding: only tensors that are not the very objects bound last
+   * time cross into the addon. A decode step's KV tensors (KvSlots reuses them while its rows and
+   * buffers stay) are bound once, not 2 x layers times a step. A tensor object always covers the
+   * same memory, so an unchanged object means an unchanged binding; a name set that changes, or a
+   * failed run, starts the binding over.
+   */
+  private async runKept(feeds: Record<string, Tensor>, fetched: [string, Tensor][]): Promise<void> {
+    const named = [
+      ...Object.entries(feeds).map(([n, t]): [string, string, Tensor] => [`in:${n}`, n, t]),
+      ...fetched.map(([n, t]): [string, string, Tensor] => [`out:${n}`, n, t]),
+    ];
+    const names = named.map(([key]) => key).join("\n");
+    const update = this.kept !== undefined && names === this.keptNames;
+    const kept: Map<string, WeakRef<Tensor>> = update ? this.kept! : new Map();
+    const changed = update ? named.filter(([key, , t]) => kept.get(key)?.deref() !== t) : named;
+    const inputs = changed.filter(([key]) => key.startsWith("in:")).map(([, n, t]) => rawTensor(n, t));
+    const outputs = changed.filter(([key]) => key.startsWith("out:")).map(([, n, t]) => rawTensor(n, t));
+    this.kept = undefined;
+    this.inFlight++;
+    try {
+      await this.raw.run(inputs, outputs, update ? BindingMode.KeptUpdate : BindingMode.KeptFresh);
+    } finally {
+      this.inFlight--;
+    }
+    // Weak: a tensor no caller holds any more must not keep its memory alive here; a collected
+    // one simply differs from whatever the caller gives next.
+    for (const [key, , t] of changed) kept.set(key, new WeakRef(t));
+    this.kept = kept;
+    this.keptNames = names;
   }
 
   async release(): Promise<void> {
