@@ -195,7 +195,11 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
       status: 400,
       message: expect.stringContaining("nope"),
     });
-    const slow = { kind: "json_schema" as const, schema: '{"type":"string","maxLength":2000}', anyWhitespace: true };
+    const slow = {
+      kind: "json_schema" as const,
+      schema: '{"type":"string","maxLength":2000}',
+      anyWhitespace: true,
+    };
     await expect(run("x", slow)).rejects.toMatchObject({
       status: 400,
       param: "structured_outputs.json",

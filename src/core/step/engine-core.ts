@@ -221,7 +221,9 @@ export class EngineCore {
     const jumping = choices.filter(({ d }) => (d.seq as Sequence).forced.length > 0);
     const sampling = choices.filter(({ d }) => (d.seq as Sequence).forced.length === 0);
     const sequences = sampling.map(({ d }) => d.seq as Sequence);
-    const sampled: SampledToken[] = sequences.map((seq, i) => seq.sample(sampling[i]!.logits, masks.get(seq)));
+    const sampled: SampledToken[] = sequences.map((seq, i) =>
+      seq.sample(sampling[i]!.logits, masks.get(seq)),
+    );
     const jumpAt = jumpMinimum(rows.length);
     sequences.forEach((seq, i) => {
       deliver(sampling[i]!.d.owner, seq, sampled[i]!, jumpAt);
@@ -237,7 +239,12 @@ export class EngineCore {
       this.timing.jumpForwardTokens += forced.length;
       const t3 = performance.now();
       t1 += t3 - t2;
-      deliver(d.owner, seq, seq.sample(out.logits.subarray(out.logits.length - vocab), masks.get(seq)), jumpAt);
+      deliver(
+        d.owner,
+        seq,
+        seq.sample(out.logits.subarray(out.logits.length - vocab), masks.get(seq)),
+        jumpAt,
+      );
     }
     this.scheduler.compact();
     const t = this.timing;

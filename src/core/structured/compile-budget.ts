@@ -18,7 +18,9 @@ import { Lru } from "./lru.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 
 /** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
-const WORKER_FILE = import.meta.url.endsWith(".ts") ? "./compile-budget-worker.ts" : "./compile-budget-worker.js";
+const WORKER_FILE = import.meta.url.endsWith(".ts")
+  ? "./compile-budget-worker.ts"
+  : "./compile-budget-worker.js";
 
 /** Constraints refused for their compile time, remembered so a retry costs nothing. */
 const REFUSED_CACHE = 256;
@@ -73,7 +75,10 @@ export class CompileBudget {
     const task: CompileTask = { constraint: c, port: port2 };
     let outcome: CompileOutcome;
     try {
-      outcome = (await this.threads().run(task, { transferList: [port2], signal: budget.signal })) as CompileOutcome;
+      outcome = (await this.threads().run(task, {
+        transferList: [port2],
+        signal: budget.signal,
+      })) as CompileOutcome;
     } catch (err) {
       if (!timedOut) throw err;
       this.overran.set(key, true);

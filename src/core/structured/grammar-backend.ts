@@ -6,13 +6,19 @@
  * unusable — and only then compiled by the instance that holds the vocabulary.
  */
 import { checkSupported, refused } from "./check-constraint.ts";
-import type { StructuredConstraint } from "./constraint-spec.ts";
 import { CompileBudget } from "./compile-budget.ts";
+import type { StructuredConstraint } from "./constraint-spec.ts";
 import { compileWith, type Instance, loadInstance, parseWith } from "./grammar-compile.ts";
 import { GrammarConstraint } from "./grammar-constraint.ts";
 import { Lru } from "./lru.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
-import { abortReason, type CompiledGrammar, captureErrors, loadXGrammar, type XGrammar } from "./xgrammar-module.ts";
+import {
+  abortReason,
+  type CompiledGrammar,
+  captureErrors,
+  loadXGrammar,
+  type XGrammar,
+} from "./xgrammar-module.ts";
 
 export interface CompileResult {
   compiled: CompiledGrammar;
