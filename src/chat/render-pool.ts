@@ -5,9 +5,9 @@
  * A render that overruns has its thread terminated and replaced, and fails with a 400 that names
  * the budget. The main thread never runs a template, so no request can stall the event loop.
  */
-import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { ApiError, internalError, invalidRequest } from "../errors.ts";
+import { BudgetExceeded, runBudgeted } from "../util/budgeted-task.ts";
 import type { RenderChatOptions, RenderedChat } from "./render.ts";
 import type { RenderOutcome, RenderTask } from "./render-worker.ts";
 import type { ChatTemplateSource } from "./source.ts";
@@ -70,32 +70,15 @@ export class TemplatePool {
 
   /** Renders a chat as `renderChat` does; template failures and overruns are 400 ApiErrors. */
   async render(source: ChatTemplateSource, options: RenderChatOptions): Promise<RenderedChat> {
-    const { port1, port2 } = new MessageChannel();
-    const budget = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    let timedOut = false;
-    let settled = false;
-    // The budget starts when a thread takes the task, so time spent queued behind others is free.
-    port1.once("message", () => {
-      if (settled) return;
-      timer = setTimeout(() => {
-        timedOut = true;
-        budget.abort();
-      }, this.options.timeoutMs);
-    });
-    const task: RenderTask = { source, options, maxOutputChars: this.options.maxOutputChars, port: port2 };
     let outcome: RenderOutcome;
     try {
-      outcome = (await this.pool.run(task, {
-        transferList: [port2],
-        signal: budget.signal,
-      })) as RenderOutcome;
+      outcome = await runBudgeted<RenderOutcome>(
+        this.pool,
+        (port): RenderTask => ({ source, options, maxOutputChars: this.options.maxOutputChars, port }),
+        this.options.timeoutMs,
+      );
     } catch (err) {
-      throw this.overrun(err, timedOut);
-    } finally {
-      settled = true;
-      clearTimeout(timer);
-      port1.close();
+      throw this.overrun(err, err instanceof BudgetExceeded);
     }
     this.counts.rendered++;
     if ("text" in outcome) return { text: outcome.text };

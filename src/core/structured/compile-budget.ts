@@ -8,8 +8,8 @@
  * waits at most about the budget. The price: a new constraint compiles twice (13.5 ms median on
  * the JSONSchemaBench sample).
  */
-import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
+import { BudgetExceeded, runBudgeted } from "../../util/budgeted-task.ts";
 import type { RequestError } from "../request-error.ts";
 import { refused } from "./check-constraint.ts";
 import type { CompileOutcome, CompileTask } from "./compile-budget-worker.ts";
@@ -60,33 +60,17 @@ export class CompileBudget {
    */
   async check(c: StructuredConstraint, key: string): Promise<void> {
     if (this.overran.get(key)) throw this.overrun(c);
-    const { port1, port2 } = new MessageChannel();
-    const budget = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    let timedOut = false;
-    let settled = false;
-    port1.once("message", () => {
-      if (settled) return;
-      timer = setTimeout(() => {
-        timedOut = true;
-        budget.abort();
-      }, this.timeoutMs);
-    });
-    const task: CompileTask = { constraint: c, port: port2 };
     let outcome: CompileOutcome;
     try {
-      outcome = (await this.threads().run(task, {
-        transferList: [port2],
-        signal: budget.signal,
-      })) as CompileOutcome;
+      outcome = await runBudgeted<CompileOutcome>(
+        this.threads(),
+        (port): CompileTask => ({ constraint: c, port }),
+        this.timeoutMs,
+      );
     } catch (err) {
-      if (!timedOut) throw err;
+      if (!(err instanceof BudgetExceeded)) throw err;
       this.overran.set(key, true);
       throw this.overrun(c);
-    } finally {
-      settled = true;
-      clearTimeout(timer);
-      port1.close();
     }
     if ("error" in outcome) throw refused(c, outcome.error);
   }
