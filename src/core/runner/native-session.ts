@@ -111,6 +111,9 @@ const ARRAYS: Record<number, new (buffer: ArrayBuffer) => Tensor.DataType> = {
   13: BigUint64Array,
 };
 
+/** ORTSERVE_KEPT_BINDING=0 binds everything on every run (to measure what the kept binding saves). */
+const KEEP_BINDING = process.env.ORTSERVE_KEPT_BINDING !== "0";
+
 /** The reused logits buffer grows to at most this many floats (64 MiB); bigger outputs get their own. */
 const REUSED_MAX_FLOATS = 16 * 1024 * 1024;
 
@@ -247,7 +250,7 @@ export class NativeDecoderSession implements InferenceSession {
       return [name, t as Tensor];
     });
     // The kept binding needs every output pre-allocated and no other run using it.
-    if (this.inFlight === 0 && fetched.every(([, t]) => t !== undefined)) {
+    if (KEEP_BINDING && this.inFlight === 0 && fetched.every(([, t]) => t !== undefined)) {
       await this.runKept(feeds as Record<string, Tensor>, fetched as [string, Tensor][]);
       return given;
     }
