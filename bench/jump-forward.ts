@@ -3,8 +3,10 @@
  * compact JSON, so the keys and separators are forced) through two in-process Engines, one with
  * jump-forward and one without (`--no-jump-forward`'s setting), at 1 and 16 concurrent streams.
  * Reports completion tokens per second (forced tokens count: they are in the output), the share
- * of output tokens that were forced, and the requests' mean latency. Greedy, so both engines see
- * comparable outputs (not identical: a forced text's tokens may differ from the model's choice).
+ * of output tokens that were forced, output tokens per engine step, and the requests' mean
+ * latency. Greedy, yet the two engines' outputs differ: a forced text's tokens are the tokenizer's,
+ * not necessarily the model's choice, and the model continues from them. Tokens per step shows the
+ * mechanism apart from that; tokens per second also carries the outputs' difference.
  *
  *   node bench/jump-forward.ts [--runs 3] [--threads 2]
  */
@@ -39,15 +41,19 @@ interface Measured {
   meanLatency: number;
   tokens: number;
   jumped: number;
+  steps: number;
 }
 
-async function jumpedTokens(engine: Engine): Promise<number> {
-  const stats = Object.values(await engine.stats()) as { jumpForwardTokens?: number }[];
-  return stats.reduce((s, e) => s + (e.jumpForwardTokens ?? 0), 0);
+async function counters(engine: Engine): Promise<{ jumped: number; steps: number }> {
+  const stats = Object.values(await engine.stats()) as { jumpForwardTokens?: number; steps?: number }[];
+  return {
+    jumped: stats.reduce((s, e) => s + (e.jumpForwardTokens ?? 0), 0),
+    steps: stats.reduce((s, e) => s + (e.steps ?? 0), 0),
+  };
 }
 
 async function measure(engine: Engine, streams: number): Promise<Measured> {
-  const jumped0 = await jumpedTokens(engine);
+  const before = await counters(engine);
   const t0 = performance.now();
   const latencies: number[] = [];
   const outs = await Promise.all(
@@ -72,7 +78,10 @@ async function measure(engine: Engine, streams: number): Promise<Measured> {
     tokensPerSecond: tokens / seconds,
     meanLatency: latencies.reduce((a, b) => a + b, 0) / latencies.length,
     tokens,
-    jumped: (await jumpedTokens(engine)) - jumped0,
+    ...(await counters(engine).then((c) => ({
+      jumped: c.jumped - before.jumped,
+      steps: c.steps - before.steps,
+    }))),
   };
 }
 
@@ -94,9 +103,12 @@ for (const streams of [1, 16]) {
   const rate = (xs: Measured[]) => median(xs.map((x) => x.tokensPerSecond));
   const latency = (xs: Measured[]) => median(xs.map((x) => x.meanLatency));
   const forced = on.reduce((s, x) => s + x.jumped, 0) / on.reduce((s, x) => s + x.tokens, 0);
+  const perStep = (xs: Measured[]) =>
+    xs.reduce((s, x) => s + x.tokens, 0) / xs.reduce((s, x) => s + x.steps, 0);
   lines.push(
     `${streams} stream(s): jump-forward ${rate(on).toFixed(1)} tok/s (${(forced * 100).toFixed(0)}% of tokens forced), ` +
       `without ${rate(off).toFixed(1)} tok/s: ${(rate(on) / rate(off)).toFixed(2)}x; ` +
+      `output tokens per engine step ${perStep(on).toFixed(2)} vs ${perStep(off).toFixed(2)}; ` +
       `mean latency ${latency(on).toFixed(2)} s vs ${latency(off).toFixed(2)} s ` +
       `(runs: ${on.map((x) => x.tokensPerSecond.toFixed(1)).join(", ")} / ${off.map((x) => x.tokensPerSecond.toFixed(1)).join(", ")})`,
   );
