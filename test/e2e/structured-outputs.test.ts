@@ -56,6 +56,19 @@ describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () =
     expect(validate(JSON.parse(text)), text).toBe(true);
   };
 
+  /** A stream's first choice: its joined content, finish reason and the usage's completion tokens. */
+  async function joined(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
+    let text = "";
+    let finish: string | null = null;
+    let completionTokens = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      completionTokens = chunk.usage?.completion_tokens ?? completionTokens;
+    }
+    return { text, finish, completionTokens };
+  }
+
   it("response_format json_schema, n = 2: every choice validates", async () => {
     const r = await client.chat.completions.create({
       model: MODEL,
@@ -78,12 +91,7 @@ describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () =
       stream: true,
       response_format: { type: "json_schema", json_schema: { name: "city", schema: SCHEMA } },
     });
-    let text = "";
-    let finish: string | null = null;
-    for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? "";
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-    }
+    const { text, finish } = await joined(stream);
     expectValid(text, finish);
   });
 
@@ -107,14 +115,7 @@ describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () =
       // followed by spaces or the colon).
       structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
     } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
-    let text = "";
-    let finish: string | null = null;
-    let completionTokens = 0;
-    for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? "";
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-      completionTokens = chunk.usage?.completion_tokens ?? completionTokens;
-    }
+    const { text, finish, completionTokens } = await joined(stream);
     expectValid(text, finish);
     expect(completionTokens).toBeGreaterThan(0);
     expect(completionTokens).toBeLessThanOrEqual(80);
