@@ -12,7 +12,6 @@
 // declarations of ort-api.h hold for, and asks it for that C API version
 // (the API is append-only, so a newer library serves it).
 #include <dlfcn.h>
-#include <malloc.h>
 #include <napi.h>
 
 #include <cmath>
@@ -815,19 +814,7 @@ void RunWorker::OnOK() {
 
 void RunWorker::OnError(const Napi::Error& error) { deferred_.Reject(error.Value()); }
 
-// glibc raises its mmap threshold each time a large mmapped block is freed, after which blocks of
-// that size come from the heap arenas, where freed ones leave holes the heap cannot give back: a
-// server that allocates and frees prefix-cache blocks (hundreds of KB each) and per-request
-// buffers for hours keeps growing. A fixed threshold (which also fixes the trim threshold) keeps
-// every allocation of 128 KiB or more in its own mapping, returned to the system when freed.
-void KeepLargeAllocationsMapped() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
-}
-
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  KeepLargeAllocationsMapped();
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
   exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
   exports.Set("Session", Session::Define(env));
