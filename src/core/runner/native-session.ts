@@ -171,7 +171,6 @@ export class NativeDecoderSession implements InferenceSession {
   private inFlight = 0;
   /** What the kept binding holds, by "in:"/"out:" + name, after the last kept run that succeeded. */
   private kept: Map<string, WeakRef<Tensor>> | undefined;
-  private keptNames = "";
 
   constructor(raw: RawSession, reuseLogits = false) {
     this.raw = raw;
@@ -292,9 +291,10 @@ export class NativeDecoderSession implements InferenceSession {
       ...Object.entries(feeds).map(([n, t]): [string, string, Tensor] => [`in:${n}`, n, t]),
       ...fetched.map(([n, t]): [string, string, Tensor] => [`out:${n}`, n, t]),
     ];
-    const names = named.map(([key]) => key).join("\n");
-    const update = this.kept !== undefined && names === this.keptNames;
-    const kept: Map<string, WeakRef<Tensor>> = update ? this.kept! : new Map();
+    // The same names as the kept binding holds: update it; any other set: start it over.
+    const held = this.kept;
+    const update = held !== undefined && named.length === held.size && named.every(([key]) => held.has(key));
+    const kept: Map<string, WeakRef<Tensor>> = update ? held : new Map();
     const changed = update ? named.filter(([key, , t]) => kept.get(key)?.deref() !== t) : named;
     const inputs = changed.filter(([key]) => key.startsWith("in:")).map(([, n, t]) => rawTensor(n, t));
     const outputs = changed.filter(([key]) => key.startsWith("out:")).map(([, n, t]) => rawTensor(n, t));
@@ -309,7 +309,6 @@ export class NativeDecoderSession implements InferenceSession {
     // one simply differs from whatever the caller gives next.
     for (const [key, , t] of changed) kept.set(key, new WeakRef(t));
     this.kept = kept;
-    this.keptNames = names;
   }
 
   async release(): Promise<void> {
