@@ -4,7 +4,7 @@
  * constrained run wraps it in {"story": "..."} (the mask is computed every step); both run to
  * max tokens, so the same number of tokens is timed, prompt included.
  *
- *   node bench/structured-decode.ts [--max-tokens 128] [--threads 2]
+ *   node bench/structured-decode.ts [--max-tokens 128] [--threads 2] [--runs 3] [--streams N]
  */
 import { Engine } from "../src/engine/engine.ts";
 
@@ -15,6 +15,9 @@ const arg = (name: string, fallback: number) => {
 };
 const maxTokens = arg("--max-tokens", 128);
 const threads = arg("--threads", 2);
+const runs = arg("--runs", 3);
+const only = arg("--streams", 0);
+const streamCounts = only > 0 ? [only] : [1, 16];
 const SCHEMA = JSON.stringify({
   type: "object",
   // Long enough that every stream runs to max tokens, as the unconstrained ones do.
@@ -46,14 +49,23 @@ async function run(streams: number, constrained: boolean): Promise<{ tokens: num
 // Warm-up: sessions, the grammar compile (cached afterwards) and the kernels.
 await run(1, false);
 await run(1, true);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rows: string[] = [];
-for (const streams of [1, 16]) {
-  const plain = await run(streams, false);
-  const json = await run(streams, true);
-  const a = plain.tokens / plain.seconds;
-  const b = json.tokens / json.seconds;
+for (const streams of streamCounts) {
+  // Plain and constrained runs alternate, so a slow spell of the machine falls on both.
+  const plain: number[] = [];
+  const json: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const a = await run(streams, false);
+    const b = await run(streams, true);
+    plain.push(a.tokens / a.seconds);
+    json.push(b.tokens / b.seconds);
+  }
+  const slowdowns = plain.map((a, i) => ((a - json[i]!) / a) * 100);
+  const fmt = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(", ");
   rows.push(
-    `${streams} stream(s): ${a.toFixed(1)} tok/s plain, ${b.toFixed(1)} tok/s with the schema (${json.tokens} tokens), ${(((a - b) / a) * 100).toFixed(1)}% slower`,
+    `${streams} stream(s): plain ${fmt(plain)} tok/s; with the schema ${fmt(json)} tok/s; ` +
+      `slowdown per pair ${fmt(slowdowns)}%; median ${median(slowdowns).toFixed(1)}%`,
   );
 }
 console.log(rows.join("\n"));

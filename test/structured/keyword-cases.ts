@@ -8,6 +8,8 @@ export interface KeywordCase {
   schema: unknown;
   valid: unknown[];
   invalid: unknown[];
+  /** Raw texts the grammar must refuse though no instance stands for them (not JSON at all). */
+  invalidTexts?: string[];
   /** The checker refuses this schema (and names `refuses`). */
   refuses?: string;
 }
@@ -73,8 +75,31 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "minLength, maxLength",
     schema: { type: "string", minLength: 2, maxLength: 3 },
-    valid: ["ab", "abc", "éé"],
-    invalid: ["a", "abcd", ""],
+    // Lengths count code points, as JSON Schema does.
+    valid: ["ab", "abc", "éé", "🐉🐉🐉"],
+    invalid: ["a", "abcd", "", "🐉🐉🐉🐉", "🐉"],
+    invalidTexts: ['"a\tb"', '"a\u0001"'],
+  },
+  {
+    name: "minLength alone",
+    schema: { type: "object", properties: { s: { type: "string", minLength: 40 } }, required: ["s"] },
+    valid: [{ s: "x".repeat(40) }, { s: "long enough, with spaces and punctuation." }],
+    invalid: [{ s: "x".repeat(39) }, { s: "" }],
+    invalidTexts: [`{"s":"${"x".repeat(38)}\t\u0001"}`],
+  },
+  {
+    name: "maxLength with a type list",
+    schema: { type: ["string", "null"], maxLength: 2 },
+    valid: ["ab", null, ""],
+    invalid: ["abc", 1],
+    invalidTexts: ['"\t"'],
+  },
+  {
+    name: "minLength greater than maxLength",
+    schema: { type: "string", minLength: 3, maxLength: 2 },
+    valid: [],
+    invalid: ["ab", "abc"],
+    refuses: "minLength greater than maxLength",
   },
   { name: "pattern", schema: { type: "string", pattern: "^[a-c]+$" }, valid: ["abc"], invalid: ["abd", ""] },
   {

@@ -40,6 +40,10 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
       for (const v of k.valid) expect(await drive(c, JSON.stringify(v)), JSON.stringify(v)).toBe("accepted");
       for (const v of k.invalid)
         expect(await drive(c, JSON.stringify(v)), JSON.stringify(v)).not.toBe("accepted");
+      for (const t of k.invalidTexts ?? []) {
+        expect(() => JSON.parse(t), t).toThrow();
+        expect(await drive(c, t), t).not.toBe("accepted");
+      }
     });
   }
 
