@@ -12,9 +12,6 @@
 // declarations of ort-api.h hold for, and asks it for that C API version
 // (the API is append-only, so a newer library serves it).
 #include <dlfcn.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <napi.h>
 
 #include <cmath>
@@ -817,18 +814,7 @@ void RunWorker::OnOK() {
 
 void RunWorker::OnError(const Napi::Error& error) { deferred_.Reject(error.Value()); }
 
-// Gives the C heap's free pages back to the system (glibc's malloc_trim: every arena, free pages
-// inside them too); true when anything was released. Elsewhere a no-op.
-Napi::Value TrimHeap(const Napi::CallbackInfo& info) {
-#if defined(__GLIBC__)
-  return Napi::Boolean::New(info.Env(), malloc_trim(0) != 0);
-#else
-  return Napi::Boolean::New(info.Env(), false);
-#endif
-}
-
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("trimHeap", Napi::Function::New(env, TrimHeap, "trimHeap"));
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
   exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
   exports.Set("Session", Session::Define(env));

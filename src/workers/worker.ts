@@ -4,7 +4,6 @@
  * the MessagePort that came with the task, so the main thread never waits on the model.
  */
 import type { MessagePort } from "node:worker_threads";
-import { nativeSessions } from "../core/runner/native-session.ts";
 import { type EngineCore, RequestError } from "../core/step/engine-core.ts";
 import { loadEngineCore } from "../core/step/load-engine-core.ts";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
@@ -34,14 +33,6 @@ export interface CrashTask {
 export type WorkerTask = GenerateTask | StatsTask | UnloadTask | CrashTask;
 
 const engines = new Map<string, Promise<EngineCore>>();
-
-/**
- * Every half minute this thread hands the process's free C-heap pages back (a few ms, between
- * engine steps): freed ONNX Runtime buffers and per-thread malloc arenas otherwise keep resident
- * memory at its high-water mark, which drifts up over hours of varied requests.
- */
-export const HEAP_TRIM_INTERVAL_MS = 30_000;
-if (nativeSessions) setInterval(() => nativeSessions?.trimHeap(), HEAP_TRIM_INTERVAL_MS).unref();
 
 function engineFor(config: EngineCoreConfig): Promise<EngineCore> {
   const key = JSON.stringify(config);

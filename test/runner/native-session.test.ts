@@ -365,22 +365,6 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
     });
   });
 
-  it.skipIf(process.platform !== "linux" || !hasModel("q4"))(
-    "trimHeap gives the free C-heap pages a released session leaves back to the system",
-    async () => {
-      const session = nativeSessions!.create(weightPath(MODEL_DIR, "q4"), {
-        intraOpThreads: 1,
-        interOpThreads: 1,
-        cachedAttention: false,
-      });
-      await session.release();
-      const before = process.memoryUsage().rss;
-      expect(nativeSessions!.trimHeap()).toBe(true);
-      // The session's weights and buffers were freed into malloc's arenas; trimming returns them.
-      expect(before - process.memoryUsage().rss).toBeGreaterThan(1 << 20);
-    },
-  );
-
   describe.skipIf(!hasModel("q4"))("on the default model (q4)", () => {
     let ort: InferenceSession;
     let native: InferenceSession;

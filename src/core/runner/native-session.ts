@@ -72,8 +72,6 @@ interface SessionAddon {
   readonly apiVersion: number;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
-  /** glibc's malloc_trim: the C heap's free pages back to the system; true when any were. */
-  trimHeap(): boolean;
   Session: new (
     modelPath: string,
     intraOpThreads: number,
@@ -344,12 +342,6 @@ export interface NativeSessions {
   /** ONNX Runtime's version, as the loaded library reports it. */
   readonly version: string;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
-  /**
-   * Gives the process's free C-heap pages back to the system (glibc; elsewhere nothing): threads
-   * that allocate and free at different rates leave free pages in their malloc arenas, which
-   * resident memory keeps counting. True when any were released.
-   */
-  trimHeap(): boolean;
 }
 
 function load(): NativeSessions | undefined {
@@ -374,7 +366,6 @@ function load(): NativeSessions | undefined {
   }
   return {
     version,
-    trimHeap: () => addon.trimHeap(),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
       const rewritten = wanted
