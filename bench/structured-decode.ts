@@ -7,6 +7,7 @@
  *   node bench/structured-decode.ts [--max-tokens 128] [--threads 2] [--runs 3] [--streams N]
  */
 import { Engine } from "../src/engine/engine.ts";
+import { median } from "./stats.ts";
 
 const MODEL = "smollm2-135m-instruct";
 const arg = (name: string, fallback: number) => {
@@ -49,7 +50,6 @@ async function run(streams: number, constrained: boolean): Promise<{ tokens: num
 // Warm-up: sessions, the grammar compile (cached afterwards) and the kernels.
 await run(1, false);
 await run(1, true);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rows: string[] = [];
 for (const streams of streamCounts) {
   // Plain and constrained runs alternate, so a slow spell of the machine falls on both.
