@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "block-offset.h"
 #include "ort-api.h"
 
 namespace {
@@ -234,6 +235,18 @@ struct ParallelCall {
 
 void RunItem(void* data, size_t item) { (*static_cast<ParallelCall*>(data)->fn)(item); }
 
+// ONNX Runtime's intra-op pool for a kernel's work items (inline when it cannot take them).
+ortserve::ParallelFor ParallelForOf(OrtKernelContext* context) {
+  return [context](size_t count, const std::function<void(size_t)>& fn) {
+    ParallelCall call{&fn};
+    OrtStatus* status = ort->KernelContext_ParallelFor(context, RunItem, count, 0, &call);
+    if (status != nullptr) {
+      ort->ReleaseStatus(status);
+      for (size_t i = 0; i < count; i++) fn(i);
+    }
+  };
+}
+
 std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* context) {
   TensorView in[kAttentionInputs];
   for (size_t i = 0; i < kAttentionInputs; i++) {
@@ -277,14 +290,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   if (out[1] != pastKey.data) std::memcpy(out[1], pastKey.data, cacheBytes);
   if (out[2] != pastValue.data) std::memcpy(out[2], pastValue.data, cacheBytes);
 
-  ortserve::ParallelFor parallelFor = [context](size_t count, const std::function<void(size_t)>& fn) {
-    ParallelCall call{&fn};
-    OrtStatus* status = ort->KernelContext_ParallelFor(context, RunItem, count, 0, &call);
-    if (status != nullptr) {
-      ort->ReleaseStatus(status);
-      for (size_t i = 0; i < count; i++) fn(i);
-    }
-  };
+  const ortserve::ParallelFor parallelFor = ParallelForOf(context);
   const char* problem = ortserve::CachedAttention(
       shape, static_cast<const float*>(qkv.data), out[1], out[2], kernel.halfCache, static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
       static_cast<const float*>(in[4].data), static_cast<const float*>(in[5].data), static_cast<float*>(out[0]),
@@ -323,6 +329,83 @@ AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
   return def;
 }
 
+// ---- ortserve.BlockOffsetAdd: a projection's per-block offset term (block-offset.h) ----
+// Inputs: the projection with its block sums appended [..., n + blocks], the offsets C
+// [blocks, n]; output [..., n]. Stands for the Split, MatMul and Add the converter emits.
+
+struct BlockOffsetKernel {};
+
+ONNXTensorElementDataType ORT_API_CALL OffsetType(const OrtCustomOp*, size_t) {
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+size_t ORT_API_CALL OffsetInputCount(const OrtCustomOp*) { return 2; }
+size_t ORT_API_CALL OffsetOutputCount(const OrtCustomOp*) { return 1; }
+const char* ORT_API_CALL OffsetName(const OrtCustomOp*) { return "BlockOffsetAdd"; }
+void ORT_API_CALL OffsetDestroy(void* kernel) { delete static_cast<BlockOffsetKernel*>(kernel); }
+OrtStatus* ORT_API_CALL OffsetCreate(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void** out) {
+  *out = new BlockOffsetKernel();
+  return nullptr;
+}
+
+std::string ComputeBlockOffset(OrtKernelContext* context) {
+  TensorView in[2];
+  for (size_t i = 0; i < 2; i++) {
+    const OrtValue* value = nullptr;
+    std::string error = failure(ort->KernelContext_GetInput(context, i, &value));
+    if (error.empty()) error = Describe(value, &in[i]);
+    if (!error.empty()) return error;
+  }
+  const TensorView& both = in[0];
+  const TensorView& offsets = in[1];
+  if (both.dims.empty() || offsets.dims.size() != 2) return "unexpected input ranks";
+  const int64_t blocks = offsets.dims[0];
+  const int64_t n = offsets.dims[1];
+  if (both.dims.back() != n + blocks) return "the input's last dimension is not n + blocks of the offsets [blocks, n]";
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < both.dims.size(); d++) rows *= both.dims[d];
+  std::vector<int64_t> outDims = both.dims;
+  outDims.back() = n;
+  OrtValue* output = nullptr;
+  void* out = nullptr;
+  std::string error = failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
+  if (error.empty()) error = failure(ort->GetTensorMutableData(output, &out));
+  if (!error.empty()) return error;
+  ortserve::BlockOffsetAdd(static_cast<const float*>(both.data), static_cast<const float*>(offsets.data), rows,
+                           static_cast<int>(n), static_cast<int>(blocks), static_cast<float*>(out),
+                           ParallelForOf(context));
+  return "";
+}
+
+OrtStatus* ORT_API_CALL OffsetCompute(void*, OrtKernelContext* context) {
+  std::string error = ComputeBlockOffset(context);
+  if (error.empty()) return nullptr;
+  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("BlockOffsetAdd: " + error).c_str());
+}
+
+OrtCustomOp MakeBlockOffsetOp() {
+  OrtCustomOp op{};
+  op.version = ortserve::kOrtApiVersion;
+  op.GetName = OffsetName;
+  op.GetExecutionProviderType = AttentionProvider;
+  op.GetInputType = OffsetType;
+  op.GetInputTypeCount = OffsetInputCount;
+  op.GetOutputType = OffsetType;
+  op.GetOutputTypeCount = OffsetOutputCount;
+  op.KernelDestroy = OffsetDestroy;
+  op.GetInputCharacteristic = AttentionRequired;
+  op.GetOutputCharacteristic = AttentionRequired;
+  op.GetInputMemoryType = AttentionInputMemory;
+  op.GetVariadicInputMinArity = AttentionNoVariadic;
+  op.GetVariadicInputHomogeneity = AttentionNoVariadic;
+  op.GetVariadicOutputMinArity = AttentionNoVariadic;
+  op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
+  op.CreateKernelV2 = OffsetCreate;
+  op.KernelComputeV2 = OffsetCompute;
+  return op;
+}
+
+const OrtCustomOp gBlockOffsetOp = MakeBlockOffsetOp();
+
 const AttentionOp gAttentionOps[] = {MakeAttentionOp("CachedAttention", false),
                                      MakeAttentionOp("CachedAttentionHalf", true)};
 
@@ -336,6 +419,7 @@ std::string AddAttentionDomain(OrtSessionOptions* options) {
     std::string error = failure(ort->CreateCustomOpDomain("ortserve", &domain));
     for (const AttentionOp& def : gAttentionOps)
       if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
+    if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &gBlockOffsetOp));
     if (!error.empty()) return error;
     attentionDomain = domain;
   }

@@ -9,8 +9,10 @@ import {
   ATTENTION_OP,
   cachedAttentionModel,
   describeModel,
+  type NodeSummary,
   withCachedAttention,
 } from "../../src/core/runner/attention-graph.ts";
+import { BLOCK_OFFSET_OP } from "../../src/core/runner/block-offset-graph.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 
 let root: string;
@@ -39,12 +41,47 @@ describe("withCachedAttention", () => {
       expect(n.inputs).toEqual([0, 3, 4, 5, 7, 8, 9].map((i) => g.inputs[i]));
       expect(n.outputs).toEqual(g.outputs);
     });
-    // Every other node is untouched, in order.
+    // Every other node is untouched, in order (the fused offset subgraphs aside: see below).
+    const producer = (name: string) => original.nodes.find((n) => n.outputs.includes(name))!;
+    const fusedAway = new Set(
+      rewritten.nodes
+        .filter((n) => n.opType === BLOCK_OFFSET_OP)
+        .flatMap((n) => {
+          const add = producer(n.outputs[0]!);
+          return [add, ...add.inputs.map(producer)];
+        }),
+    );
     const others = (m: typeof original) =>
-      m.nodes.filter((n) => n.opType !== "GroupQueryAttention" && n.opType !== ATTENTION_OP);
+      m.nodes.filter(
+        (n) =>
+          !fusedAway.has(n) && ![ATTENTION_OP, BLOCK_OFFSET_OP, "GroupQueryAttention"].includes(n.opType),
+      );
     expect(others(rewritten)).toEqual(others(original));
     expect(rewritten.opsets.get(ATTENTION_DOMAIN)).toBe(1);
     for (const [domain, version] of original.opsets) expect(rewritten.opsets.get(domain)).toBe(version);
+  });
+
+  it("fuses each Q4_1 projection's Split, MatMul and Add into one BlockOffsetAdd over the same tensors", () => {
+    const original = describeModel(readFileSync(modelPath));
+    const rewritten = describeModel(withCachedAttention(readFileSync(modelPath))!);
+    const fused = rewritten.nodes.filter((n) => n.opType === BLOCK_OFFSET_OP);
+    // The synthetic model's first layer is Q4_1: packed QKV, o_proj, packed gate/up, down_proj.
+    expect(fused).toHaveLength(4);
+    const producer = (name: string) => original.nodes.find((n) => n.outputs.includes(name))!;
+    for (const n of fused) {
+      expect(n.domain).toBe(ATTENTION_DOMAIN);
+      const add = producer(n.outputs[0]!);
+      expect(add.opType).toBe("Add");
+      const [split, matmul] = add.inputs.map(producer) as [NodeSummary, NodeSummary];
+      expect(split.opType).toBe("Split");
+      expect(matmul.opType).toBe("MatMul");
+      expect(matmul.inputs[0]).toBe(split.outputs[1]);
+      // BlockOffsetAdd(projection with its block sums, offsets C).
+      expect(n.inputs).toEqual([split.inputs[0], matmul.inputs[1]]);
+    }
+    // The Q4_0 layer has no offset subgraph; no Split, MatMul or Add of the Q4_1 layer is left.
+    expect(rewritten.nodes.filter((n) => n.opType === "MatMul")).toHaveLength(0);
+    expect(original.nodes.filter((n) => n.opType === "MatMul")).toHaveLength(4);
   });
 
   it("leaves a graph without GroupQueryAttention alone", () => {

@@ -4,6 +4,8 @@
  * buffer) becomes `ortserve.CachedAttention` over the same tensors, which the native session
  * registers (native/src/attention.cc). ONNX Runtime's kernel packs every cached key for a one-row
  * GEMM per query head, so a decode step pays far more per cached position than reading it.
+ * The same rewrite fuses each per-block offset subgraph (Q4_1 weights) into one
+ * `ortserve.BlockOffsetAdd` node (block-offset-graph.ts).
  *
  * The model file stays as converted (onnxruntime-node, which cannot register the kernel, loads
  * it); the rewritten graph, a few hundred KB, is written beside it as a hidden file sharing its
@@ -13,6 +15,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
+import { fuseBlockOffsets } from "./block-offset-graph.ts";
+import { concat, fields, lengthDelimited, readVarint, stringField, text } from "./proto-fields.ts";
 
 export const ATTENTION_DOMAIN = "ortserve";
 export const ATTENTION_OP = "CachedAttention";
@@ -29,80 +33,6 @@ const FLOAT16 = 10;
 
 /** GroupQueryAttention's inputs the kernel takes, by index: qkv, past K/V, seqlens_k, cos, sin, positions. */
 const KEPT_INPUTS = [0, 3, 4, 5, 7, 8, 9];
-
-interface Field {
-  number: number;
-  wire: number;
-  /** The field's whole encoding (key included), to copy unchanged. */
-  raw: Uint8Array;
-  /** Payload of a length-delimited field. */
-  payload?: Uint8Array;
-}
-
-function readVarint(buf: Uint8Array, at: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (at >= buf.length) throw new Error("truncated varint");
-    const byte = buf[at++]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, at];
-    scale *= 128;
-  }
-}
-
-function fields(buf: Uint8Array): Field[] {
-  const out: Field[] = [];
-  let at = 0;
-  while (at < buf.length) {
-    const start = at;
-    const [key, next] = readVarint(buf, at);
-    at = next;
-    const wire = key & 7;
-    let payload: Uint8Array | undefined;
-    if (wire === 0) [, at] = readVarint(buf, at);
-    else if (wire === 1) at += 8;
-    else if (wire === 5) at += 4;
-    else if (wire === 2) {
-      const [len, body] = readVarint(buf, at);
-      payload = buf.subarray(body, body + len);
-      at = body + len;
-    } else throw new Error(`unsupported protobuf wire type ${wire}`);
-    if (at > buf.length) throw new Error("truncated field");
-    out.push({ number: Math.floor(key / 8), wire, raw: buf.subarray(start, at), payload });
-  }
-  return out;
-}
-
-function varint(value: number): number[] {
-  const bytes: number[] = [];
-  while (value >= 0x80) {
-    bytes.push((value % 128) | 0x80);
-    value = Math.floor(value / 128);
-  }
-  bytes.push(value);
-  return bytes;
-}
-
-function lengthDelimited(number: number, payload: Uint8Array): Uint8Array {
-  return concat([Uint8Array.from([...varint(number * 8 + 2), ...varint(payload.length)]), payload]);
-}
-
-function stringField(number: number, text: string): Uint8Array {
-  return lengthDelimited(number, new TextEncoder().encode(text));
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes ?? new Uint8Array());
 
 // NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
 function rewriteNode(node: Uint8Array, opType: string): Uint8Array | undefined {
@@ -177,9 +107,9 @@ function asFloat16(valueInfo: Uint8Array): Uint8Array {
 const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
 
 /**
- * The ModelProto with every GroupQueryAttention node replaced and the ortserve operator set
- * imported, or undefined when the graph has no such node (nothing to replace). With `halfCache`
- * the cache inputs and outputs are declared float16.
+ * The ModelProto with every GroupQueryAttention node replaced, every offset subgraph fused and
+ * the ortserve operator set imported, or undefined when the graph has neither (nothing to
+ * replace). With `halfCache` the cache inputs and outputs are declared float16.
  */
 export function withCachedAttention(
   model: Uint8Array,
@@ -187,6 +117,7 @@ export function withCachedAttention(
 ): Uint8Array | undefined {
   const opType = opts.halfCache ? ATTENTION_OP_HALF : ATTENTION_OP;
   let replaced = 0;
+  let fused = 0;
   const parts: Uint8Array[] = [];
   for (const f of fields(model)) {
     if (f.number !== 7 || !f.payload) {
@@ -206,9 +137,11 @@ export function withCachedAttention(
       replaced++;
       return lengthDelimited(1, node);
     });
-    parts.push(lengthDelimited(7, concat(graph)));
+    const fusion = fuseBlockOffsets(concat(graph), ATTENTION_DOMAIN);
+    fused += fusion.fused;
+    parts.push(lengthDelimited(7, fusion.graph));
   }
-  if (replaced === 0) return undefined;
+  if (replaced === 0 && fused === 0) return undefined;
   // OperatorSetIdProto: domain 1, version 2.
   parts.push(lengthDelimited(8, concat([stringField(1, ATTENTION_DOMAIN), Uint8Array.from([0x10, 1])])));
   return concat(parts);
