@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { KvBlock } from "../../src/core/runner/kv-rows.ts";
 import { KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
 
 const shape = { layers: 2, kvHeads: 3, headDim: 4 };
@@ -79,6 +80,31 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     ]);
     expect(positions(kv, 0, 6)).toEqual(row1);
     expect(positions(kv, 1, 6)).toEqual(row0);
+  });
+
+  it("saves blocks into pooled slots: a released block's slot holds the next block saved", () => {
+    const kv = new KvSlots(shape, 4, 64, 8);
+    fill(kv, 0, 6);
+    fill(kv, 1, 6);
+    const first = kv.saveBlock(0, 0, 4) as KvBlock & { data: Float32Array };
+    const second = kv.saveBlock(1, 0, 4) as KvBlock & { data: Float32Array };
+    // Two live blocks never share memory.
+    expect(first.data.buffer).toBe(second.data.buffer);
+    expect(first.data.byteOffset).not.toBe(second.data.byteOffset);
+    const at = first.data.byteOffset;
+    first.release();
+    expect(() => kv.loadBlock(first, 2, 0)).toThrow(/after its release/);
+    const third = kv.saveBlock(1, 2, 4) as KvBlock & { data: Float32Array };
+    expect(third.data.buffer).toBe(first.data.buffer);
+    expect(third.data.byteOffset).toBe(at);
+    // The reused slot holds the new block (row 1, positions 2-5), not the old one.
+    kv.loadBlock(third, 3, 0);
+    const row1 = positions(kv, 1, 6);
+    expect(positions(kv, 3, 4)).toEqual(
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].flatMap((s) =>
+        row1.slice(s * 6 * shape.headDim + 2 * shape.headDim, s * 6 * shape.headDim + 6 * shape.headDim),
+      ),
+    );
   });
 
   it("gives memory back once far more than the live rows use was held for a while, keeping their data", () => {

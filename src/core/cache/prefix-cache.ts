@@ -53,14 +53,19 @@ export class PrefixCache {
     return this.blocks.has(key);
   }
 
+  /** Takes ownership of `block`: it is kept, or released at once, and released when evicted. */
   insert(key: string, block: KvBlock): void {
-    if (this.blocks.has(key) || block.bytes > this.budgetBytes) return;
+    if (this.blocks.has(key) || block.bytes > this.budgetBytes) {
+      block.release();
+      return;
+    }
     this.blocks.set(key, block);
     this.bytes += block.bytes;
     for (const [oldest, value] of this.blocks) {
       if (this.bytes <= this.budgetBytes) break;
       this.blocks.delete(oldest);
       this.bytes -= value.bytes;
+      value.release();
     }
   }
 }

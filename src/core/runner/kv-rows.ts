@@ -7,6 +7,8 @@
 /** A saved run of positions of one row (for the prefix cache); opaque to the engine. */
 export interface KvBlock {
   readonly bytes: number;
+  /** Gives the block's memory back for reuse (the prefix cache, on eviction); it must not be loaded again. */
+  release(): void;
 }
 
 export interface RowMove {

@@ -10,11 +10,11 @@
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
+import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";
 import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
 
 /** The cache's element type: float32, or float16 (IEEE binary16 bits in a Uint16Array). */
 export type KvDtype = "float32" | "float16";
-type KvArray = Float32Array | Uint16Array;
 
 /** The element type a session takes its KV cache in (the native session may keep it in float16). */
 export function kvDtypeOf(session: InferenceSession): KvDtype {
@@ -22,16 +22,25 @@ export function kvDtypeOf(session: InferenceSession): KvDtype {
   return past?.isTensor && past.type === "float16" ? "float16" : "float32";
 }
 
-/** A saved block in host memory: layer-major positions of one row. */
+/** A saved block in host memory: layer-major positions of one row, in a slot of a block pool. */
 class HostKvBlock implements KvBlock {
   readonly data: KvArray;
   readonly length: number;
-  constructor(data: KvArray, length: number) {
+  private pool: KvBlockPool | undefined;
+  constructor(data: KvArray, length: number, pool: KvBlockPool) {
     this.data = data;
     this.length = length;
+    this.pool = pool;
   }
   get bytes(): number {
     return this.data.byteLength;
+  }
+  get released(): boolean {
+    return this.pool === undefined;
+  }
+  release(): void {
+    this.pool?.give(this.data);
+    this.pool = undefined;
   }
 }
 
@@ -71,6 +80,8 @@ export class KvSlots implements KvRows {
   private readonly now: () => number;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
   private oversizedSince: number | undefined;
+  /** Saved blocks' memory, by block length in positions. */
+  private readonly blockPools = new Map<number, KvBlockPool>();
   /** The last rows bound, and over which buffers: reused while nothing changed. */
   private lastBinding:
     | { firstRow: number; count: number; buffers: KvArray[]; positions: number; binding: KvBinding }
@@ -207,18 +218,29 @@ export class KvSlots implements KvRows {
   }
 
   saveBlock(row: number, start: number, length: number): KvBlock {
-    return new HostKvBlock(this.readPositions(row, start, length), length);
+    const elements = this.buffers.length * this.shape.kvHeads * length * this.shape.headDim;
+    let pool = this.blockPools.get(length);
+    if (!pool) {
+      pool = new KvBlockPool(elements, this.elementBytes, (n) => this.array(n));
+      this.blockPools.set(length, pool);
+    }
+    return new HostKvBlock(this.readPositions(row, start, length, pool.take()), length, pool);
   }
 
   loadBlock(block: KvBlock, row: number, start: number): void {
     if (!(block instanceof HostKvBlock)) throw new Error("KV block from another cache");
+    if (block.released) throw new Error("KV block used after its release");
     this.writePositions(row, start, block.length, block.data);
   }
 
   /** Reads positions [start, start+length) of a row, layer-major. */
-  private readPositions(row: number, start: number, length: number): KvArray {
+  private readPositions(
+    row: number,
+    start: number,
+    length: number,
+    out = this.array(this.buffers.length * this.shape.kvHeads * length * this.shape.headDim),
+  ): KvArray {
     const { kvHeads, headDim } = this.shape;
-    const out = this.array(this.buffers.length * kvHeads * length * headDim);
     const span = this.positions * headDim;
     let at = 0;
     for (const buf of this.buffers)
