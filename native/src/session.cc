@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "attention.h"
-#include "block-offset.h"
+#include "projection-epilogue.h"
 #include "ort-api.h"
 
 namespace {
@@ -329,69 +329,94 @@ AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
   return def;
 }
 
-// ---- ortserve.BlockOffsetAdd: a projection's per-block offset term (block-offset.h) ----
-// Inputs: the projection with its block sums appended [..., n + blocks], the offsets C
-// [blocks, n]; output [..., n]. Stands for the Split, MatMul and Add the converter emits.
+// ---- ortserve.BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu: projection-epilogue.h ----
+// Inputs: the projection (with its block sums appended when the operator takes offsets
+// [..., n + blocks]) and the offsets C [blocks, n]; output [..., n], or [..., n / 2] after the
+// SwiGLU. Each stands for the Split, MatMul and Add (and Split, Sigmoid, Mul, Mul) the converter
+// emits (src/core/runner/epilogue-graph.ts).
 
-struct BlockOffsetKernel {};
+struct EpilogueOp {
+  OrtCustomOp op;
+  const char* name;
+  bool offsets;
+  bool swiglu;
+};
 
-ONNXTensorElementDataType ORT_API_CALL OffsetType(const OrtCustomOp*, size_t) {
+static_assert(offsetof(EpilogueOp, op) == 0, "ONNX Runtime hands the OrtCustomOp back: it must start the struct");
+
+const EpilogueOp& EpilogueOf(const OrtCustomOp* op) { return *reinterpret_cast<const EpilogueOp*>(op); }
+
+struct EpilogueKernel {
+  bool offsets;
+  bool swiglu;
+};
+
+ONNXTensorElementDataType ORT_API_CALL EpilogueType(const OrtCustomOp*, size_t) {
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 }
-size_t ORT_API_CALL OffsetInputCount(const OrtCustomOp*) { return 2; }
-size_t ORT_API_CALL OffsetOutputCount(const OrtCustomOp*) { return 1; }
-const char* ORT_API_CALL OffsetName(const OrtCustomOp*) { return "BlockOffsetAdd"; }
-void ORT_API_CALL OffsetDestroy(void* kernel) { delete static_cast<BlockOffsetKernel*>(kernel); }
-OrtStatus* ORT_API_CALL OffsetCreate(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void** out) {
-  *out = new BlockOffsetKernel();
+size_t ORT_API_CALL EpilogueInputCount(const OrtCustomOp* op) { return EpilogueOf(op).offsets ? 2 : 1; }
+size_t ORT_API_CALL EpilogueOutputCount(const OrtCustomOp*) { return 1; }
+const char* ORT_API_CALL EpilogueName(const OrtCustomOp* op) { return EpilogueOf(op).name; }
+void ORT_API_CALL EpilogueDestroy(void* kernel) { delete static_cast<EpilogueKernel*>(kernel); }
+OrtStatus* ORT_API_CALL EpilogueCreate(const OrtCustomOp* op, const OrtApi*, const OrtKernelInfo*, void** out) {
+  *out = new EpilogueKernel{EpilogueOf(op).offsets, EpilogueOf(op).swiglu};
   return nullptr;
 }
 
-std::string ComputeBlockOffset(OrtKernelContext* context) {
+std::string ComputeEpilogue(const EpilogueKernel& kernel, OrtKernelContext* context) {
+  const size_t inputs = kernel.offsets ? 2 : 1;
   TensorView in[2];
-  for (size_t i = 0; i < 2; i++) {
+  for (size_t i = 0; i < inputs; i++) {
     const OrtValue* value = nullptr;
     std::string error = failure(ort->KernelContext_GetInput(context, i, &value));
     if (error.empty()) error = Describe(value, &in[i]);
     if (!error.empty()) return error;
   }
-  const TensorView& both = in[0];
-  const TensorView& offsets = in[1];
-  if (both.dims.empty() || offsets.dims.size() != 2) return "unexpected input ranks";
-  const int64_t blocks = offsets.dims[0];
-  const int64_t n = offsets.dims[1];
-  if (both.dims.back() != n + blocks) return "the input's last dimension is not n + blocks of the offsets [blocks, n]";
+  const TensorView& projection = in[0];
+  if (projection.dims.empty() || (kernel.offsets && in[1].dims.size() != 2)) return "unexpected input ranks";
+  const int64_t blocks = kernel.offsets ? in[1].dims[0] : 0;
+  const int64_t n = kernel.offsets ? in[1].dims[1] : projection.dims.back();
+  if (projection.dims.back() != n + blocks)
+    return "the input's last dimension is not n + blocks of the offsets [blocks, n]";
+  if (kernel.swiglu && n % 2 != 0) return "the gate/up projection's width is odd";
   int64_t rows = 1;
-  for (size_t d = 0; d + 1 < both.dims.size(); d++) rows *= both.dims[d];
-  std::vector<int64_t> outDims = both.dims;
-  outDims.back() = n;
+  for (size_t d = 0; d + 1 < projection.dims.size(); d++) rows *= projection.dims[d];
+  std::vector<int64_t> outDims = projection.dims;
+  outDims.back() = kernel.swiglu ? n / 2 : n;
   OrtValue* output = nullptr;
   void* out = nullptr;
   std::string error = failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
   if (error.empty()) error = failure(ort->GetTensorMutableData(output, &out));
   if (!error.empty()) return error;
-  ortserve::BlockOffsetAdd(static_cast<const float*>(both.data), static_cast<const float*>(offsets.data), rows,
-                           static_cast<int>(n), static_cast<int>(blocks), static_cast<float*>(out),
-                           ParallelForOf(context));
+  ortserve::ProjectionEpilogue(static_cast<const float*>(projection.data),
+                               kernel.offsets ? static_cast<const float*>(in[1].data) : nullptr, rows,
+                               static_cast<int>(n), static_cast<int>(blocks), kernel.swiglu, static_cast<float*>(out),
+                               ParallelForOf(context));
   return "";
 }
 
-OrtStatus* ORT_API_CALL OffsetCompute(void*, OrtKernelContext* context) {
-  std::string error = ComputeBlockOffset(context);
+OrtStatus* ORT_API_CALL EpilogueCompute(void* kernel, OrtKernelContext* context) {
+  const auto& k = *static_cast<EpilogueKernel*>(kernel);
+  std::string error = ComputeEpilogue(k, context);
   if (error.empty()) return nullptr;
-  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("BlockOffsetAdd: " + error).c_str());
+  const char* name = k.offsets ? (k.swiglu ? "BlockOffsetSwiGlu: " : "BlockOffsetAdd: ") : "SwiGlu: ";
+  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, (name + error).c_str());
 }
 
-OrtCustomOp MakeBlockOffsetOp() {
-  OrtCustomOp op{};
+EpilogueOp MakeEpilogueOp(const char* name, bool offsets, bool swiglu) {
+  EpilogueOp def{};
+  def.name = name;
+  def.offsets = offsets;
+  def.swiglu = swiglu;
+  OrtCustomOp& op = def.op;
   op.version = ortserve::kOrtApiVersion;
-  op.GetName = OffsetName;
+  op.GetName = EpilogueName;
   op.GetExecutionProviderType = AttentionProvider;
-  op.GetInputType = OffsetType;
-  op.GetInputTypeCount = OffsetInputCount;
-  op.GetOutputType = OffsetType;
-  op.GetOutputTypeCount = OffsetOutputCount;
-  op.KernelDestroy = OffsetDestroy;
+  op.GetInputType = EpilogueType;
+  op.GetInputTypeCount = EpilogueInputCount;
+  op.GetOutputType = EpilogueType;
+  op.GetOutputTypeCount = EpilogueOutputCount;
+  op.KernelDestroy = EpilogueDestroy;
   op.GetInputCharacteristic = AttentionRequired;
   op.GetOutputCharacteristic = AttentionRequired;
   op.GetInputMemoryType = AttentionInputMemory;
@@ -399,12 +424,14 @@ OrtCustomOp MakeBlockOffsetOp() {
   op.GetVariadicInputHomogeneity = AttentionNoVariadic;
   op.GetVariadicOutputMinArity = AttentionNoVariadic;
   op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
-  op.CreateKernelV2 = OffsetCreate;
-  op.KernelComputeV2 = OffsetCompute;
-  return op;
+  op.CreateKernelV2 = EpilogueCreate;
+  op.KernelComputeV2 = EpilogueCompute;
+  return def;
 }
 
-const OrtCustomOp gBlockOffsetOp = MakeBlockOffsetOp();
+const EpilogueOp gEpilogueOps[] = {MakeEpilogueOp("BlockOffsetAdd", true, false),
+                                   MakeEpilogueOp("SwiGlu", false, true),
+                                   MakeEpilogueOp("BlockOffsetSwiGlu", true, true)};
 
 const AttentionOp gAttentionOps[] = {MakeAttentionOp("CachedAttention", false),
                                      MakeAttentionOp("CachedAttentionHalf", true)};
@@ -419,7 +446,8 @@ std::string AddAttentionDomain(OrtSessionOptions* options) {
     std::string error = failure(ort->CreateCustomOpDomain("ortserve", &domain));
     for (const AttentionOp& def : gAttentionOps)
       if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
-    if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &gBlockOffsetOp));
+    for (const EpilogueOp& def : gEpilogueOps)
+      if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
     if (!error.empty()) return error;
     attentionDomain = domain;
   }

@@ -12,7 +12,7 @@ import {
   type NodeSummary,
   withCachedAttention,
 } from "../../src/core/runner/attention-graph.ts";
-import { BLOCK_OFFSET_OP } from "../../src/core/runner/block-offset-graph.ts";
+import { BLOCK_OFFSET_OP, BLOCK_OFFSET_SWIGLU_OP, SWIGLU_OP } from "../../src/core/runner/epilogue-graph.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 
 let root: string;
@@ -41,47 +41,60 @@ describe("withCachedAttention", () => {
       expect(n.inputs).toEqual([0, 3, 4, 5, 7, 8, 9].map((i) => g.inputs[i]));
       expect(n.outputs).toEqual(g.outputs);
     });
-    // Every other node is untouched, in order (the fused offset subgraphs aside: see below).
-    const producer = (name: string) => original.nodes.find((n) => n.outputs.includes(name))!;
-    const fusedAway = new Set(
-      rewritten.nodes
-        .filter((n) => n.opType === BLOCK_OFFSET_OP)
-        .flatMap((n) => {
-          const add = producer(n.outputs[0]!);
-          return [add, ...add.inputs.map(producer)];
-        }),
+    // Every other node is untouched, in order; what went is only what the epilogues fuse (below).
+    const key = (n: NodeSummary) => JSON.stringify(n);
+    const ortserveOps = new Set([ATTENTION_OP, BLOCK_OFFSET_OP, SWIGLU_OP, BLOCK_OFFSET_SWIGLU_OP]);
+    const kept = rewritten.nodes.filter((n) => !ortserveOps.has(n.opType));
+    const keptKeys = new Set(kept.map(key));
+    expect(original.nodes.filter((n) => keptKeys.has(key(n)))).toEqual(kept);
+    const gone = original.nodes.filter((n) => !keptKeys.has(key(n))).map((n) => n.opType);
+    expect(new Set(gone)).toEqual(
+      new Set(["GroupQueryAttention", "Split", "MatMul", "Add", "Sigmoid", "Mul"]),
     );
-    const others = (m: typeof original) =>
-      m.nodes.filter(
-        (n) =>
-          !fusedAway.has(n) && ![ATTENTION_OP, BLOCK_OFFSET_OP, "GroupQueryAttention"].includes(n.opType),
-      );
-    expect(others(rewritten)).toEqual(others(original));
     expect(rewritten.opsets.get(ATTENTION_DOMAIN)).toBe(1);
     for (const [domain, version] of original.opsets) expect(rewritten.opsets.get(domain)).toBe(version);
   });
 
-  it("fuses each Q4_1 projection's Split, MatMul and Add into one BlockOffsetAdd over the same tensors", () => {
+  it("fuses each projection's offset term and the MLP's SwiGLU into one operator over the same tensors", () => {
     const original = describeModel(readFileSync(modelPath));
     const rewritten = describeModel(withCachedAttention(readFileSync(modelPath))!);
-    const fused = rewritten.nodes.filter((n) => n.opType === BLOCK_OFFSET_OP);
-    // The synthetic model's first layer is Q4_1: packed QKV, o_proj, packed gate/up, down_proj.
-    expect(fused).toHaveLength(4);
     const producer = (name: string) => original.nodes.find((n) => n.outputs.includes(name))!;
-    for (const n of fused) {
-      expect(n.domain).toBe(ATTENTION_DOMAIN);
-      const add = producer(n.outputs[0]!);
+    const of = (op: string) => rewritten.nodes.filter((n) => n.opType === op);
+    for (const n of rewritten.nodes.filter((x) => x.opType !== ATTENTION_OP && x.domain === ATTENTION_DOMAIN))
+      expect([BLOCK_OFFSET_OP, SWIGLU_OP, BLOCK_OFFSET_SWIGLU_OP]).toContain(n.opType);
+    // The synthetic model's first layer is Q4_1 (offset terms after packed QKV, o_proj, down_proj,
+    // and one with the SwiGLU after gate/up); its second is Q4_0 (a SwiGLU only).
+    expect(of(BLOCK_OFFSET_OP)).toHaveLength(3);
+    expect(of(BLOCK_OFFSET_SWIGLU_OP)).toHaveLength(1);
+    expect(of(SWIGLU_OP)).toHaveLength(1);
+    /** The offset term's inputs as the original graph had them: [projection with sums, offsets C]. */
+    const offsetInputs = (add: NodeSummary) => {
       expect(add.opType).toBe("Add");
       const [split, matmul] = add.inputs.map(producer) as [NodeSummary, NodeSummary];
-      expect(split.opType).toBe("Split");
-      expect(matmul.opType).toBe("MatMul");
+      expect([split.opType, matmul.opType]).toEqual(["Split", "MatMul"]);
       expect(matmul.inputs[0]).toBe(split.outputs[1]);
-      // BlockOffsetAdd(projection with its block sums, offsets C).
-      expect(n.inputs).toEqual([split.inputs[0], matmul.inputs[1]]);
-    }
-    // The Q4_0 layer has no offset subgraph; no Split, MatMul or Add of the Q4_1 layer is left.
-    expect(rewritten.nodes.filter((n) => n.opType === "MatMul")).toHaveLength(0);
-    expect(original.nodes.filter((n) => n.opType === "MatMul")).toHaveLength(4);
+      return [split.inputs[0], matmul.inputs[1]];
+    };
+    /** The SwiGLU's input as the original graph had it: the gate/up tensor its Split reads. */
+    const swigluInput = (act: NodeSummary) => {
+      expect(act.opType).toBe("Mul");
+      const [silu, up] = act.inputs.map(producer) as [NodeSummary, NodeSummary];
+      expect([silu.opType, up.opType]).toEqual(["Mul", "Split"]);
+      expect(
+        silu.inputs
+          .map(producer)
+          .map((n) => n.opType)
+          .sort(),
+      ).toEqual(["Sigmoid", "Split"]);
+      return up.inputs[0]!;
+    };
+    for (const n of of(BLOCK_OFFSET_OP)) expect(n.inputs).toEqual(offsetInputs(producer(n.outputs[0]!)));
+    for (const n of of(SWIGLU_OP)) expect(n.inputs).toEqual([swigluInput(producer(n.outputs[0]!))]);
+    for (const n of of(BLOCK_OFFSET_SWIGLU_OP))
+      expect(n.inputs).toEqual(offsetInputs(producer(swigluInput(producer(n.outputs[0]!)))));
+    // No node of the fused subgraphs is left, nor the Split sizes only they read.
+    for (const op of ["MatMul", "Sigmoid", "Split"])
+      expect(rewritten.nodes.some((n) => n.opType === op)).toBe(false);
   });
 
   it("leaves a graph without GroupQueryAttention alone", () => {

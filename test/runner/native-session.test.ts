@@ -174,8 +174,16 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         expect(runs).toBe(3 + 4 + 1 + 24);
       });
 
-    for (const format of ["fp32", "q4"] as const)
-      it(`ortserve's attention kernel matches GroupQueryAttention to float rounding (${format})`, async () => {
+    // q4 quantises every projection's activations to int8 blocks (accuracy level 4): a float
+    // rounding difference upstream (the attention's, the SwiGLU's sigmoid) can move a value one
+    // quantisation step, and over 30 runs sharing a cache that grew to ~1e-2 of the largest
+    // logit (measured). fp32 holds the kernels to float rounding; the epilogue operators are held
+    // to it on their own in epilogue-ops.test.ts; a wrong kernel is off by far more than 5e-2.
+    for (const [format, tolerance] of [
+      ["fp32", 1e-5],
+      ["q4", 5e-2],
+    ] as const)
+      it(`ortserve's attention kernel and epilogues match ONNX Runtime's nodes (${format})`, async () => {
         const [, exact] = await both(format);
         const cached = nativeSessions!.create(paths[format]!, {
           intraOpThreads: THREADS,
@@ -196,7 +204,7 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
           10,
           24,
           SYNTHETIC.contextLength,
-          1e-5,
+          tolerance,
         );
         expect(runs).toBe(3 + 2 + 1 + 24);
       });

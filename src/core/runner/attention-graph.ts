@@ -4,8 +4,8 @@
  * buffer) becomes `ortserve.CachedAttention` over the same tensors, which the native session
  * registers (native/src/attention.cc). ONNX Runtime's kernel packs every cached key for a one-row
  * GEMM per query head, so a decode step pays far more per cached position than reading it.
- * The same rewrite fuses each per-block offset subgraph (Q4_1 weights) into one
- * `ortserve.BlockOffsetAdd` node (block-offset-graph.ts).
+ * The same rewrite fuses what follows each projection (the Q4_1 offset term, the MLP's SwiGLU)
+ * into the native epilogue operators (epilogue-graph.ts).
  *
  * The model file stays as converted (onnxruntime-node, which cannot register the kernel, loads
  * it); the rewritten graph, a few hundred KB, is written beside it as a hidden file sharing its
@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
-import { fuseBlockOffsets } from "./block-offset-graph.ts";
+import { fuseEpilogues } from "./epilogue-graph.ts";
 import { concat, fields, lengthDelimited, readVarint, stringField, text } from "./proto-fields.ts";
 
 export const ATTENTION_DOMAIN = "ortserve";
@@ -107,7 +107,7 @@ function asFloat16(valueInfo: Uint8Array): Uint8Array {
 const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
 
 /**
- * The ModelProto with every GroupQueryAttention node replaced, every offset subgraph fused and
+ * The ModelProto with every GroupQueryAttention node replaced, every projection epilogue fused and
  * the ortserve operator set imported, or undefined when the graph has neither (nothing to
  * replace). With `halfCache` the cache inputs and outputs are declared float16.
  */
@@ -137,7 +137,7 @@ export function withCachedAttention(
       replaced++;
       return lengthDelimited(1, node);
     });
-    const fusion = fuseBlockOffsets(concat(graph), ATTENTION_DOMAIN);
+    const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN);
     fused += fusion.fused;
     parts.push(lengthDelimited(7, fusion.graph));
   }

@@ -1,0 +1,146 @@
+// See projection-epilogue.h. Work items are up to 4 rows x up to 512 output columns. Within one, C
+// is read block row by block row, each a contiguous run of the item's columns (the hardware
+// prefetcher streams it: C lives in memory, not cache, during a decode step), and the item's sums
+// accumulate in a small buffer that stays in L1.
+#include "projection-epilogue.h"
+
+#include <algorithm>
+#include <cmath>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define ORTSERVE_EPILOGUE_AVX2 1
+#include <immintrin.h>
+
+#include "simd-exp.h"
+#endif
+
+namespace ortserve {
+namespace {
+
+constexpr int kRowTile = 4;
+constexpr int kColumnTile = 512;
+// Below this many multiply-adds the whole product runs on the calling thread: a decode step's
+// projection (one row, 10k-55k) took as long spread over two threads (measured).
+constexpr int64_t kParallelWork = 1 << 18;
+
+bool detectAvx2Fma() {
+#ifdef ORTSERVE_EPILOGUE_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+const bool gAvx2Fma = detectAvx2Fma();
+
+using TileRows = float[kRowTile][kColumnTile];
+
+struct Shape {
+  const float* in;
+  const float* offsets;
+  int64_t stride;  // in's row width
+  int n;
+  int blocks;
+};
+
+// acc[r][j] += sums[r] * c[j] for j in [from, count).
+void AccumulateScalar(TileRows& acc, const float* sums, int rows, const float* c, int from, int count) {
+  for (int r = 0; r < rows; r++)
+    for (int j = from; j < count; j++) acc[r][j] += sums[r] * c[j];
+}
+
+#ifdef ORTSERVE_EPILOGUE_AVX2
+__attribute__((target("avx2,fma"))) int AccumulateAvx2(TileRows& acc, const float* sums, int rows, const float* c,
+                                                       int count) {
+  const int vectors = count / 8 * 8;
+  for (int r = 0; r < rows; r++) {
+    const __m256 s = _mm256_set1_ps(sums[r]);
+    float* a = acc[r];
+    for (int j = 0; j < vectors; j += 8)
+      _mm256_storeu_ps(a + j, _mm256_fmadd_ps(s, _mm256_loadu_ps(c + j), _mm256_loadu_ps(a + j)));
+  }
+  return vectors;
+}
+
+// a[j] = silu(a[j]) * b[j]; returns how many it did (whole vectors).
+__attribute__((target("avx2,fma"))) int SwiGluAvx2(float* a, const float* b, int count) {
+  const int vectors = count / 8 * 8;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 signBit = _mm256_set1_ps(-0.0f);
+  for (int j = 0; j < vectors; j += 8) {
+    const __m256 x = _mm256_loadu_ps(a + j);
+    // sigmoid(x) from e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below.
+    const __m256 e = Exp8(_mm256_or_ps(x, signBit));
+    const __m256 inv = _mm256_div_ps(one, _mm256_add_ps(one, e));
+    const __m256 sig = _mm256_blendv_ps(inv, _mm256_mul_ps(e, inv), x);
+    _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_mul_ps(x, sig), _mm256_loadu_ps(b + j)));
+  }
+  return vectors;
+}
+#endif
+
+// dst[r][0, count) = the projection's columns [col0, col0 + count) for the tile's rows.
+void Project(const Shape& s, int64_t row0, int rows, int col0, int count, TileRows& dst) {
+  if (s.offsets == nullptr) {
+    for (int r = 0; r < rows; r++) std::copy_n(s.in + (row0 + r) * s.stride + col0, count, dst[r]);
+    return;
+  }
+  for (int r = 0; r < rows; r++) std::fill(dst[r], dst[r] + count, 0.0f);
+  for (int b = 0; b < s.blocks; b++) {
+    float sums[kRowTile];
+    for (int r = 0; r < rows; r++) sums[r] = s.in[(row0 + r) * s.stride + s.n + b];
+    const float* c = s.offsets + static_cast<int64_t>(b) * s.n + col0;
+    int done = 0;
+#ifdef ORTSERVE_EPILOGUE_AVX2
+    if (gAvx2Fma) done = AccumulateAvx2(dst, sums, rows, c, count);
+#endif
+    AccumulateScalar(dst, sums, rows, c, done, count);
+  }
+  // The product first, then the projection added: the order of the MatMul and Add it replaces.
+  for (int r = 0; r < rows; r++) {
+    const float* p = s.in + (row0 + r) * s.stride + col0;
+    for (int j = 0; j < count; j++) dst[r][j] = p[j] + dst[r][j];
+  }
+}
+
+void SwiGlu(float* a, const float* b, int count) {
+  int done = 0;
+#ifdef ORTSERVE_EPILOGUE_AVX2
+  if (gAvx2Fma) done = SwiGluAvx2(a, b, count);
+#endif
+  for (int j = done; j < count; j++) a[j] = a[j] / (1.0f + std::exp(-a[j])) * b[j];
+}
+
+}  // namespace
+
+void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int n, int blocks, bool swiglu,
+                        float* out, const ParallelFor& parallelFor) {
+  if (rows <= 0 || n <= 0) return;
+  const Shape s{in, offsets, n + (offsets != nullptr ? blocks : 0), n, blocks};
+  const int width = swiglu ? n / 2 : n;
+  const int64_t rowTiles = (rows + kRowTile - 1) / kRowTile;
+  // At least two column tiles, so a few rows still spread over the threads.
+  const int columns = std::min(kColumnTile, ((width + 1) / 2 + 7) / 8 * 8);
+  const int64_t colTiles = (width + columns - 1) / columns;
+  auto run = [&](size_t item) {
+    const int64_t row0 = static_cast<int64_t>(item) / colTiles * kRowTile;
+    const int col0 = static_cast<int>(static_cast<int64_t>(item) % colTiles) * columns;
+    const int tileRows = static_cast<int>(std::min<int64_t>(kRowTile, rows - row0));
+    const int count = std::min(columns, width - col0);
+    alignas(32) TileRows first;
+    Project(s, row0, tileRows, col0, count, first);
+    if (swiglu) {
+      alignas(32) TileRows up;
+      Project(s, row0, tileRows, width + col0, count, up);
+      for (int r = 0; r < tileRows; r++) SwiGlu(first[r], up[r], count);
+    }
+    for (int r = 0; r < tileRows; r++) std::copy_n(first[r], count, out + (row0 + r) * width + col0);
+  };
+  const size_t items = static_cast<size_t>(rowTiles * colTiles);
+  if (rows * n * static_cast<int64_t>(std::max(blocks, 1)) < kParallelWork)
+    for (size_t i = 0; i < items; i++) run(i);
+  else
+    parallelFor(items, run);
+}
+
+}  // namespace ortserve

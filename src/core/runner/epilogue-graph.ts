@@ -1,0 +1,263 @@
+/**
+ * Fuses what the converter emits after a projection's MatMulNBits (models/convert/decoder-graph.ts)
+ * into the native session's epilogue operators (native/src/projection-epilogue.cc):
+ *
+ * - The per-block offset term (weights such as Q4_1):
+ *     both = MatMulNBits(x)            [.., n + blocks]: the projection, then x's block sums
+ *     y, sums = Split(both, [n, blocks], axis -1)
+ *     out = Add(y, MatMul(sums, C))    C [blocks, n]: each block's offset
+ *   becomes out = BlockOffsetAdd(both, C).
+ * - The SwiGLU of the packed gate/up projection:
+ *     gate, up = Split(gu, [f, f], axis -1); act = Mul(Mul(gate, Sigmoid(gate)), up)
+ *   becomes act = SwiGlu(gu), or BlockOffsetSwiGlu(both, C) when gu is a BlockOffsetAdd's.
+ *
+ * The arithmetic is the same up to float rounding (the offset product over blocks, then the add;
+ * the sigmoid from a vectorised exp); what goes is the nodes, whose dispatch cost a single-token
+ * decode step more than their work. Only those exact shapes are fused: a tensor read anywhere
+ * else keeps its nodes.
+ */
+import {
+  concat,
+  type Field,
+  fields,
+  lengthDelimited,
+  readVarint,
+  stringField,
+  text,
+} from "./proto-fields.ts";
+
+export const BLOCK_OFFSET_OP = "BlockOffsetAdd";
+export const SWIGLU_OP = "SwiGlu";
+export const BLOCK_OFFSET_SWIGLU_OP = "BlockOffsetSwiGlu";
+
+interface Node {
+  opType: string;
+  domain: string;
+  name: string;
+  inputs: string[];
+  outputs: string[];
+  /** AttributeProto payloads. */
+  attributes: Uint8Array[];
+}
+
+// NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
+function parseNode(node: Uint8Array): Node {
+  const fs = fields(node);
+  const strings = (k: number) => fs.filter((f) => f.number === k).map((f) => text(f.payload));
+  return {
+    opType: strings(4)[0] ?? "",
+    domain: strings(7)[0] ?? "",
+    name: strings(3)[0] ?? "",
+    inputs: strings(1),
+    outputs: strings(2),
+    attributes: fs.filter((f) => f.number === 5 && f.payload).map((f) => f.payload!),
+  };
+}
+
+function encodeNode(n: Node): Uint8Array {
+  return concat([
+    ...n.inputs.map((i) => stringField(1, i)),
+    ...n.outputs.map((o) => stringField(2, o)),
+    stringField(3, n.name),
+    stringField(4, n.opType),
+    stringField(7, n.domain),
+  ]);
+}
+
+/** AttributeProto `axis` (name 1) with i (3) = -1: int64 -1 is ten bytes on the wire. */
+function splitsLastAxis(split: Node): boolean {
+  const minusOne = [0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+  return split.attributes.some((a) => {
+    const fs = fields(a);
+    if (text(fs.find((f) => f.number === 1)?.payload) !== "axis") return false;
+    const i = fs.find((f) => f.number === 3);
+    return i !== undefined && i.raw.length === minusOne.length && i.raw.every((b, k) => b === minusOne[k]);
+  });
+}
+
+/** A TensorProto's int64 values (int64_data 7, packed, or raw_data 9), small non-negative ones only. */
+function int64Values(tensor: Uint8Array): number[] | undefined {
+  const fs = fields(tensor);
+  const raw = fs.find((f) => f.number === 9)?.payload;
+  if (raw) {
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    return Array.from({ length: raw.byteLength / 8 }, (_, i) => Number(view.getBigInt64(i * 8, true)));
+  }
+  const packed = fs.find((f) => f.number === 7 && f.payload)?.payload;
+  if (!packed) return undefined;
+  const values: number[] = [];
+  for (let at = 0; at < packed.length; ) {
+    const [v, next] = readVarint(packed, at);
+    values.push(v);
+    at = next;
+  }
+  return values;
+}
+
+/** The graph's nodes by position, who produces and who reads each tensor, and the edits to make. */
+class GraphEdit {
+  // GraphProto: node 1, initializer 5, output 12. TensorProto: name 8. ValueInfoProto: name 1.
+  private readonly gfs: Field[];
+  readonly nodes: (Node | undefined)[];
+  private readonly producer = new Map<string, number>();
+  private readonly readers = new Map<string, number>();
+  private readonly removed = new Set<number>();
+  private readonly replaced = new Map<number, Node>();
+  /** Initializers a removed node read: dropped unless a remaining node reads them too. */
+  private readonly freed = new Set<string>();
+
+  constructor(graph: Uint8Array) {
+    this.gfs = fields(graph);
+    this.nodes = this.gfs.map((f) => (f.number === 1 && f.payload ? parseNode(f.payload) : undefined));
+    this.nodes.forEach((n, i) => {
+      if (!n) return;
+      for (const input of n.inputs) this.readers.set(input, (this.readers.get(input) ?? 0) + 1);
+      for (const output of n.outputs) this.producer.set(output, i);
+    });
+    for (const f of this.gfs)
+      if (f.number === 12 && f.payload) {
+        const name = text(fields(f.payload).find((v) => v.number === 1)?.payload);
+        this.readers.set(name, (this.readers.get(name) ?? 0) + 1);
+      }
+  }
+
+  get edits(): number {
+    return this.replaced.size;
+  }
+
+  /** The node (and its index) producing `tensor`, as edited so far. */
+  producerOf(tensor: string): [Node, number] | undefined {
+    const i = this.producer.get(tensor);
+    if (i === undefined || this.removed.has(i)) return undefined;
+    const n = this.replaced.get(i) ?? this.nodes[i];
+    return n ? [n, i] : undefined;
+  }
+
+  readCount(tensor: string): number {
+    return this.readers.get(tensor) ?? 0;
+  }
+
+  initializerInt64s(name: string): number[] | undefined {
+    for (const f of this.gfs)
+      if (f.number === 5 && f.payload) {
+        const tensor = fields(f.payload);
+        if (text(tensor.find((t) => t.number === 8)?.payload) === name) return int64Values(f.payload);
+      }
+    return undefined;
+  }
+
+  remove(i: number): void {
+    const n = this.replaced.get(i) ?? this.nodes[i]!;
+    this.removed.add(i);
+    this.replaced.delete(i);
+    for (const input of n.inputs) this.freed.add(input);
+  }
+
+  replace(i: number, node: Node): void {
+    this.replaced.set(i, node);
+    // The new node reads its own inputs; what only the old one read may go.
+    for (const input of (this.nodes[i] ?? node).inputs) this.freed.add(input);
+    for (const output of node.outputs) this.producer.set(output, i);
+  }
+
+  encode(): Uint8Array {
+    const kept = new Set<string>();
+    this.nodes.forEach((n, i) => {
+      if (!n || this.removed.has(i)) return;
+      for (const input of (this.replaced.get(i) ?? n).inputs) kept.add(input);
+    });
+    const parts = this.gfs.map((f, i) => {
+      if (this.removed.has(i)) return new Uint8Array();
+      const node = this.replaced.get(i);
+      if (node) return lengthDelimited(1, encodeNode(node));
+      if (f.number === 5 && f.payload) {
+        const name = text(fields(f.payload).find((t) => t.number === 8)?.payload);
+        if (this.freed.has(name) && !kept.has(name)) return new Uint8Array();
+      }
+      return f.raw;
+    });
+    return concat(parts);
+  }
+}
+
+const isOp = (n: Node | undefined, op: string): n is Node => n?.opType === op && n.domain === "";
+
+function fuseOffsets(g: GraphEdit, domain: string): number {
+  let fused = 0;
+  g.nodes.forEach((add, i) => {
+    if (!isOp(add, "Add") || add.inputs.length !== 2) return;
+    for (const [y, corr] of [add.inputs, [...add.inputs].reverse()] as [string, string][]) {
+      const [mm, mi] = g.producerOf(corr) ?? [];
+      const [split, si] = g.producerOf(y) ?? [];
+      if (!isOp(mm, "MatMul") || mm.inputs.length !== 2 || !isOp(split, "Split")) continue;
+      if (split.outputs.length !== 2 || split.outputs[0] !== y || split.outputs[1] !== mm.inputs[0]) continue;
+      if (!splitsLastAxis(split) || g.readCount(y) !== 1 || g.readCount(corr) !== 1) continue;
+      if (g.readCount(split.outputs[1]!) !== 1) continue;
+      g.remove(si!);
+      g.remove(mi!);
+      g.replace(i, {
+        ...add,
+        opType: BLOCK_OFFSET_OP,
+        domain,
+        inputs: [split.inputs[0]!, mm.inputs[1]!],
+        attributes: [],
+      });
+      fused++;
+      return;
+    }
+  });
+  return fused;
+}
+
+function fuseSwiGlu(g: GraphEdit, domain: string): number {
+  let fused = 0;
+  g.nodes.forEach((act, i) => {
+    if (!isOp(act, "Mul") || act.inputs.length !== 2) return;
+    for (const [silu, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
+      const [siluMul, mi] = g.producerOf(silu) ?? [];
+      if (!isOp(siluMul, "Mul") || siluMul.inputs.length !== 2) continue;
+      const [split, si] = g.producerOf(up) ?? [];
+      if (!isOp(split, "Split") || split.outputs.length !== 2 || split.outputs[1] !== up) continue;
+      const gate = split.outputs[0]!;
+      const sigmoidOut = siluMul.inputs.find((x) => x !== gate);
+      if (!sigmoidOut || !siluMul.inputs.includes(gate)) continue;
+      const [sigmoid, gi] = g.producerOf(sigmoidOut) ?? [];
+      if (!isOp(sigmoid, "Sigmoid") || sigmoid.inputs[0] !== gate) continue;
+      if (!splitsLastAxis(split) || split.inputs.length !== 2) continue;
+      const sizes = g.initializerInt64s(split.inputs[1]!);
+      if (sizes?.length !== 2 || sizes[0] !== sizes[1]) continue;
+      if (g.readCount(gate) !== 2 || g.readCount(up) !== 1) continue;
+      if (g.readCount(sigmoidOut) !== 1 || g.readCount(silu) !== 1) continue;
+      for (const n of [si!, mi!, gi!]) g.remove(n);
+      // After an offset term read by nothing else, both go into one operator.
+      const [offset, oi] = g.producerOf(split.inputs[0]!) ?? [];
+      const absorb =
+        offset?.opType === BLOCK_OFFSET_OP && offset.domain === domain && g.readCount(split.inputs[0]!) === 1;
+      if (absorb) g.remove(oi!);
+      const inputs = absorb ? offset.inputs : [split.inputs[0]!];
+      g.replace(i, {
+        ...act,
+        opType: inputs.length === 2 ? BLOCK_OFFSET_SWIGLU_OP : SWIGLU_OP,
+        domain,
+        inputs,
+        attributes: [],
+      });
+      fused++;
+      return;
+    }
+  });
+  return fused;
+}
+
+/**
+ * The GraphProto with every offset subgraph and SwiGLU fused, and how many nodes were made; the
+ * graph unchanged (and 0) when it has neither. Initializers only removed nodes read (the Split
+ * sizes) go with them.
+ */
+export function fuseEpilogues(graph: Uint8Array, domain: string): { graph: Uint8Array; fused: number } {
+  const g = new GraphEdit(graph);
+  fuseOffsets(g, domain);
+  fuseSwiGlu(g, domain);
+  if (g.edits === 0) return { graph, fused: 0 };
+  return { graph: g.encode(), fused: g.edits };
+}
