@@ -304,19 +304,12 @@ OrtStatus* ORT_API_CALL AttentionCompute(void* kernel, OrtKernelContext* context
   return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("CachedAttention: " + error).c_str());
 }
 
-AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
-  AttentionOp def{};
-  def.name = name;
-  def.halfCache = halfCache;
-  OrtCustomOp& op = def.op;
+// An OrtCustomOp with what every ortserve operator shares: CPU, fixed inputs and outputs (none
+// optional or variadic), default memory. Each operator fills in its name, types and kernel.
+OrtCustomOp CpuOp() {
+  OrtCustomOp op{};
   op.version = ortserve::kOrtApiVersion;
-  op.GetName = AttentionName;
   op.GetExecutionProviderType = AttentionProvider;
-  op.GetInputType = AttentionInputType;
-  op.GetInputTypeCount = AttentionInputCount;
-  op.GetOutputType = AttentionOutputType;
-  op.GetOutputTypeCount = AttentionOutputCount;
-  op.KernelDestroy = AttentionDestroy;
   op.GetInputCharacteristic = AttentionRequired;
   op.GetOutputCharacteristic = AttentionRequired;
   op.GetInputMemoryType = AttentionInputMemory;
@@ -324,6 +317,21 @@ AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
   op.GetVariadicInputHomogeneity = AttentionNoVariadic;
   op.GetVariadicOutputMinArity = AttentionNoVariadic;
   op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
+  return op;
+}
+
+AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
+  AttentionOp def{};
+  def.name = name;
+  def.halfCache = halfCache;
+  def.op = CpuOp();
+  OrtCustomOp& op = def.op;
+  op.GetName = AttentionName;
+  op.GetInputType = AttentionInputType;
+  op.GetInputTypeCount = AttentionInputCount;
+  op.GetOutputType = AttentionOutputType;
+  op.GetOutputTypeCount = AttentionOutputCount;
+  op.KernelDestroy = AttentionDestroy;
   op.CreateKernelV2 = AttentionCreate;
   op.KernelComputeV2 = AttentionCompute;
   return def;
@@ -408,22 +416,14 @@ EpilogueOp MakeEpilogueOp(const char* name, bool offsets, bool swiglu) {
   def.name = name;
   def.offsets = offsets;
   def.swiglu = swiglu;
+  def.op = CpuOp();
   OrtCustomOp& op = def.op;
-  op.version = ortserve::kOrtApiVersion;
   op.GetName = EpilogueName;
-  op.GetExecutionProviderType = AttentionProvider;
   op.GetInputType = EpilogueType;
   op.GetInputTypeCount = EpilogueInputCount;
   op.GetOutputType = EpilogueType;
   op.GetOutputTypeCount = EpilogueOutputCount;
   op.KernelDestroy = EpilogueDestroy;
-  op.GetInputCharacteristic = AttentionRequired;
-  op.GetOutputCharacteristic = AttentionRequired;
-  op.GetInputMemoryType = AttentionInputMemory;
-  op.GetVariadicInputMinArity = AttentionNoVariadic;
-  op.GetVariadicInputHomogeneity = AttentionNoVariadic;
-  op.GetVariadicOutputMinArity = AttentionNoVariadic;
-  op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
   op.CreateKernelV2 = EpilogueCreate;
   op.KernelComputeV2 = EpilogueCompute;
   return def;

@@ -14,6 +14,7 @@ import { BLOCK_OFFSET_OP, BLOCK_OFFSET_SWIGLU_OP, SWIGLU_OP } from "../../src/co
 import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
+import { relativeGap } from "./relative-gap.ts";
 
 const F = OnnxDataType.FLOAT;
 const N = 200; // gate/up width: 100 columns a half, not a whole number of 8-lane vectors per tile
@@ -45,16 +46,6 @@ function writeGraph(dir: string, exposeProjection: boolean): string {
   const path = join(dir, `g${exposeProjection}.onnx`);
   writeFileSync(path, g.encode({ producerVersion: "test" }));
   return path;
-}
-
-function relativeGap(a: Float32Array, b: Float32Array): number {
-  let gap = 0;
-  let scale = 0;
-  for (let i = 0; i < a.length; i++) {
-    gap = Math.max(gap, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(a[i]!));
-  }
-  return gap / scale;
 }
 
 describe.skipIf(!nativeSessions)("native projection epilogues", () => {

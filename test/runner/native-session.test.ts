@@ -12,6 +12,7 @@ import { checkDecoderContract, createDecoderSession } from "../../src/core/runne
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import { hasModel, MODEL_DIR } from "./model-fixture.ts";
+import { relativeGap } from "./relative-gap.ts";
 
 const THREADS = 2;
 
@@ -33,17 +34,6 @@ function bytes(a: ArrayBufferView): Buffer {
 /** Every byte of the cache's buffers (all rows, all positions), layer by layer. */
 function kvMemory(kv: KvSlots, rows: number): Buffer[] {
   return Object.values(kv.bind(0, rows).feeds).map((t) => Buffer.from(bytes(t.data as Float32Array)));
-}
-
-/** Largest |x - y| over the largest |x| (at least 1). */
-function relativeGap(x: Float32Array, y: Float32Array): number {
-  let gap = 0;
-  let scale = 1;
-  for (let i = 0; i < x.length; i++) {
-    gap = Math.max(gap, Math.abs(x[i]! - y[i]!));
-    scale = Math.max(scale, Math.abs(x[i]!));
-  }
-  return gap / scale;
 }
 
 /**
