@@ -2,13 +2,14 @@
  * End to end: a real server process, the real default model (and a synthetic one with
  * checkpoints), driven by the official `openai` client.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addCheckpoint } from "../../src/cli/commands/checkpoint.ts";
+import { SEMI_SPACE_MIB } from "../../src/cli/young-generation.ts";
 import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
 import { buildSyntheticModel, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 import { type ServerProcess, startServerProcess } from "./server-process.ts";
@@ -49,6 +50,13 @@ describe.skipIf(!haveModel)("OpenAI client against a real ortserve process", () 
   afterAll(async () => {
     await server?.stop();
     rmSync(root, { recursive: true, force: true });
+  });
+
+  it("runs with the young generation capped, in the process it was started as", () => {
+    // `serve` re-executes itself with --max-semi-space-size (src/cli/young-generation.ts); the pid stays.
+    const argv = readFileSync(`/proc/${server.child.pid}/cmdline`, "utf8").split("\0");
+    expect(argv).toContain(`--max-semi-space-size=${SEMI_SPACE_MIB}`);
+    expect(argv).toContain("serve");
   });
 
   it("answers a plain chat completion with usage", async () => {

@@ -4,6 +4,7 @@
  * in-flight requests before exiting.
  */
 import { parseCommandLine, parseNonNegativeInt, parsePositiveInt, UsageError } from "../args.ts";
+import { capYoungGeneration } from "../young-generation.ts";
 import { runSetup } from "./setup.ts";
 
 export const summary = "serve the models directory over the OpenAI-compatible HTTP API";
@@ -99,6 +100,7 @@ export async function run(argv: string[]): Promise<void> {
     process.stdout.write(usage);
     return;
   }
+  capYoungGeneration();
   const { SERVER_DEFAULTS, startServer } = await import("../../server.ts");
   const { modelsDir } = await import("../../util/paths.ts");
   const portText = values.port ?? process.env.PORT;
