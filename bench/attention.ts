@@ -54,7 +54,12 @@ async function measure(variant: Variant): Promise<Figures> {
   const shape = { layers: c.numLayers, kvHeads: c.numKvHeads, headDim: c.headDim };
   const runner = new BatchRunner(
     session,
-    new KvSlots(shape, 2, 2048, 64, undefined, half ? "float16" : "float32"),
+    new KvSlots(shape, {
+      maxRows: 2,
+      maxPositions: 2048,
+      initialPositions: 64,
+      dtype: half ? "float16" : "float32",
+    }),
   );
   const tokens = Array.from({ length: 2048 }, (_, i) => ((i * 37 + 11) % 4000) + 100);
   const step = async (context: number) => {

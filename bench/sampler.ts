@@ -80,8 +80,7 @@ async function measureSteps(): Promise<number[]> {
   try {
     const kv = new KvSlots(
       { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },
-      8,
-      512,
+      { maxRows: 8, maxPositions: 512 },
     );
     const runner = new BatchRunner(session, kv);
     const context = Array.from({ length: 128 }, (_, i) => 1 + ((i * 7919) % 1000));

@@ -120,7 +120,11 @@ export class Metrics {
       "Sequences being prefilled or decoded, per engine.",
       this.runningSequences,
     );
-    gauge("ortserve_kv_cache_bytes", "Bytes allocated for the KV cache, per engine.", this.kvCacheBytes);
+    gauge(
+      "ortserve_kv_cache_bytes",
+      "Bytes of KV cache the engine holds (the positions its rows have held), per engine.",
+      this.kvCacheBytes,
+    );
     gauge(
       "ortserve_kv_cache_used_bytes",
       "KV cache bytes holding live tokens, per engine.",

@@ -59,7 +59,10 @@ describe("BatchRunner over the shared KV cache", () => {
     const steps = 20;
     const expected = await Promise.all(prompts.map((p) => reference(raw, p, steps)));
     // Small initial capacity so the cache grows (re-layout) mid-run.
-    const runner = new BatchRunner(session, new KvSlots(shape, 4, SYNTHETIC.contextLength, 8));
+    const runner = new BatchRunner(
+      session,
+      new KvSlots(shape, { maxRows: 4, maxPositions: SYNTHETIC.contextLength, initialPositions: 8 }),
+    );
     const lengths: number[] = [];
     const last: number[] = [];
     const outputs: number[][] = prompts.map(() => []);
@@ -89,7 +92,10 @@ describe("BatchRunner over the shared KV cache", () => {
   });
 
   it("a row copied to another row continues identically (forks and compaction)", async () => {
-    const runner = new BatchRunner(session, new KvSlots(shape, 3, SYNTHETIC.contextLength, 8));
+    const runner = new BatchRunner(
+      session,
+      new KvSlots(shape, { maxRows: 3, maxPositions: SYNTHETIC.contextLength, initialPositions: 8 }),
+    );
     const prompt = prompts[1]!;
     const { logits } = await runner.prefill(2, prompt, 0);
     runner.kv.copyRow(2, 0, prompt.length);

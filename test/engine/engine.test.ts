@@ -227,16 +227,31 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     const running = new Promise<void>((r) => {
       started = r;
     });
-    // The long request holds the only row; the others queue behind it in the engine.
-    const busy = collect(pool, one, request(prompts[0]!, { maxTokens: 200 }), (e) => {
-      if (e.type === "delta") started();
-    });
+    // The long request holds the only row until every other one is waiting in the engine; then it
+    // is aborted, and the queue is admitted in priority order.
+    const hold = new AbortController();
+    const busy = collect(
+      pool,
+      one,
+      request(prompts[0]!, { maxTokens: 240 }),
+      (e) => {
+        if (e.type === "delta") started();
+      },
+      hold.signal,
+    );
     await running;
     const queued = [5, 1, 3, 1].map((priority, i) =>
       collect(pool, one, request(prompts[1]!, { priority, maxTokens: 2 })).then(() =>
         order.push(`${priority}/${i}`),
       ),
     );
+    const waiting = async () =>
+      Object.values(await pool.stats()).reduce(
+        (n: number, s) => n + ((s as { waiting?: number }).waiting ?? 0),
+        0,
+      );
+    while ((await waiting()) < 4) await new Promise((r) => setTimeout(r, 5));
+    hold.abort();
     await Promise.all([busy, ...queued]);
     expect(order).toEqual(["1/1", "1/3", "3/2", "5/0"]);
   });

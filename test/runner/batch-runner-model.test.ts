@@ -30,11 +30,7 @@ for (const [format, tolerance] of [
         session,
         new KvSlots(
           { layers: config().numLayers, kvHeads: config().numKvHeads, headDim: config().headDim },
-          rows,
-          512,
-          undefined,
-          undefined,
-          kvDtypeOf(session),
+          { maxRows: rows, maxPositions: 512, dtype: kvDtypeOf(session) },
         ),
       );
     beforeAll(async () => {

@@ -36,7 +36,7 @@ function positions(kv: KvSlots, row: number, length: number): number[] {
 
 describe("KvSlots (the batch KV cache behind KvRows)", () => {
   it("feeds and fetches the same memory, one past and one present per layer", () => {
-    const kv = new KvSlots(shape, 4, 64, 8);
+    const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
     const { feeds, fetches } = kv.bind(0, 2);
     expect(Object.keys(feeds)).toEqual([
       "past_key_values.0.key",
@@ -49,7 +49,7 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
   });
 
   it("keeps every row's positions when it grows rows and positions", () => {
-    const kv = new KvSlots(shape, 8, 64, 8);
+    const kv = new KvSlots(shape, { maxRows: 8, maxPositions: 64, initialPositions: 8 });
     fill(kv, 1, 5);
     const before = positions(kv, 1, 5);
     kv.ensurePositions(40);
@@ -60,7 +60,7 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
   });
 
   it("saves and loads blocks, and moves rows reading every source first", () => {
-    const kv = new KvSlots(shape, 4, 64, 8);
+    const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
     fill(kv, 0, 6);
     fill(kv, 1, 6);
     const row0 = positions(kv, 0, 6);
@@ -83,7 +83,7 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
   });
 
   it("saves blocks into pooled slots: a released block's slot holds the next block saved", () => {
-    const kv = new KvSlots(shape, 4, 64, 8);
+    const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
     fill(kv, 0, 6);
     fill(kv, 1, 6);
     const first = kv.saveBlock(0, 0, 4) as KvBlock & { data: Float32Array };
@@ -109,7 +109,7 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
 
   it("gives memory back once far more than the live rows use was held for a while, keeping their data", () => {
     let now = 0;
-    const kv = new KvSlots(shape, 16, 2048, 8, () => now);
+    const kv = new KvSlots(shape, { maxRows: 16, maxPositions: 2048, initialPositions: 8, now: () => now });
     fill(kv, 1, 5);
     const before = positions(kv, 1, 5);
     kv.ensureRows(16);
@@ -136,8 +136,8 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
   });
 
   it("keeps a float16 cache in half the bytes, through growth, blocks and row moves", () => {
-    const kv = new KvSlots(shape, 4, 64, 8, undefined, "float16");
-    const f32 = new KvSlots(shape, 4, 64, 8);
+    const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8, dtype: "float16" });
+    const f32 = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
     expect(kv.bytesPerToken * 2).toBe(f32.bytesPerToken);
     expect(kv.bytes * 2).toBe(f32.bytes);
     const { feeds, fetches } = kv.bind(0, 2);
@@ -182,5 +182,87 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     expect(read(3, 5)).toEqual(before);
     kv.moveRows([{ from: 3, to: 0, length: 5 }]);
     expect(read(0, 5)).toEqual(before);
+  });
+});
+
+describe("KvSlots with the budget reserved up front (the native session's cache)", () => {
+  const reserved = (now?: () => number) =>
+    new KvSlots(shape, { maxRows: 16, maxPositions: 2048, reserve: true, now });
+  /** What the runner does before a pass: room for the rows and positions it writes. */
+  const hold = (kv: KvSlots, rows: number, length: number) => {
+    kv.ensureRows(rows);
+    kv.ensurePositions(length);
+  };
+
+  it("binds the whole budget's shape and never re-lays it out, counting only what rows have held", () => {
+    const kv = reserved();
+    expect(kv.reserved).toBe(true);
+    expect(kv.capacity).toBe(2048);
+    expect(kv.bytes).toBe(0);
+    hold(kv, 2, 5);
+    fill(kv, 1, 5);
+    const before = positions(kv, 1, 5);
+    const memory = kv.bind(0, 2).feeds["past_key_values.0.key"]!.data as Float32Array;
+    expect(kv.bind(0, 2).feeds["past_key_values.0.key"]!.dims).toEqual([2, 3, 2048, 4]);
+    hold(kv, 16, 1500);
+    // Same memory at the same place: growth moved nothing.
+    const after = kv.bind(0, 2).feeds["past_key_values.0.key"]!.data as Float32Array;
+    expect(after.buffer).toBe(memory.buffer);
+    expect(after.byteOffset).toBe(memory.byteOffset);
+    expect(positions(kv, 1, 5)).toEqual(before);
+    expect(kv.bytes).toBe(16 * 1500 * kv.bytesPerToken);
+    expect(() => kv.ensurePositions(2049)).toThrow(/exceed/);
+    expect(() => kv.ensureRows(17)).toThrow(/exceed/);
+  });
+
+  it("moves the live rows to a fresh reservation once far more was held for a while", () => {
+    let now = 0;
+    const kv = reserved(() => now);
+    hold(kv, 2, 5);
+    fill(kv, 0, 5);
+    fill(kv, 1, 5);
+    const row0 = positions(kv, 0, 5);
+    const row1 = positions(kv, 1, 5);
+    hold(kv, 16, 1500);
+    const old = kv.bind(0, 2).feeds["past_key_values.0.key"]!.data as Float32Array;
+    kv.shrinkTo(2, 5);
+    now += SHRINK_GRACE_MS;
+    kv.shrinkTo(2, 5);
+    const fresh = kv.bind(0, 2).feeds["past_key_values.0.key"]!.data as Float32Array;
+    expect(fresh.buffer).not.toBe(old.buffer);
+    expect(kv.capacity).toBe(2048);
+    expect(kv.bytes).toBeLessThan((16 * 1500 * kv.bytesPerToken) / 50);
+    expect(positions(kv, 0, 5)).toEqual(row0);
+    expect(positions(kv, 1, 5)).toEqual(row1);
+    // Rows past the live ones start empty in the fresh reservation.
+    expect(positions(kv, 5, 5).every((x) => x === 0)).toBe(true);
+  });
+
+  it("saves, loads and moves rows as a grown cache does", () => {
+    const kv = reserved();
+    hold(kv, 2, 6);
+    fill(kv, 0, 6);
+    fill(kv, 1, 6);
+    const row0 = positions(kv, 0, 6);
+    const row1 = positions(kv, 1, 6);
+    kv.loadBlock(kv.saveBlock(0, 0, 6), 3, 0);
+    expect(positions(kv, 3, 6)).toEqual(row0);
+    kv.moveRows([
+      { from: 0, to: 1, length: 6 },
+      { from: 1, to: 0, length: 6 },
+    ]);
+    expect(positions(kv, 0, 6)).toEqual(row1);
+    kv.copyRow(0, 2, 6);
+    expect(positions(kv, 2, 6)).toEqual(row1);
+  });
+
+  it("grows on demand instead when the budget cannot be allocated at once", () => {
+    const kv = new KvSlots(shape, { maxRows: 1 << 20, maxPositions: 1 << 20, reserve: true });
+    expect(kv.reserved).toBe(false);
+    expect(kv.capacity).toBeLessThan(1 << 20);
+    fill(kv, 1, 5);
+    const before = positions(kv, 1, 5);
+    kv.ensurePositions(300);
+    expect(positions(kv, 1, 5)).toEqual(before);
   });
 });

@@ -53,8 +53,8 @@ async function compareRunners(
 ): Promise<number> {
   const rows = prompts.length;
   // A small initial capacity, so the cache grows (re-lays out) mid-run.
-  const a = new BatchRunner(ort, new KvSlots(shape, rows, maxPositions, 8));
-  const b = new BatchRunner(native, new KvSlots(shape, rows, maxPositions, 8));
+  const a = new BatchRunner(ort, new KvSlots(shape, { maxRows: rows, maxPositions, initialPositions: 8 }));
+  const b = new BatchRunner(native, new KvSlots(shape, { maxRows: rows, maxPositions, initialPositions: 8 }));
   let runs = 0;
   const floats = (b: Buffer) => new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
   const same = (x: Float32Array, y: Float32Array) => {
@@ -215,8 +215,19 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       expect(f16.inputMetadata.find((m) => m.name === "past_key_values.0.key")).toMatchObject({
         type: "float16",
       });
-      const a = new BatchRunner(f32, new KvSlots(shape, 2, SYNTHETIC.contextLength, 8));
-      const b = new BatchRunner(f16, new KvSlots(shape, 2, SYNTHETIC.contextLength, 8, undefined, "float16"));
+      const a = new BatchRunner(
+        f32,
+        new KvSlots(shape, { maxRows: 2, maxPositions: SYNTHETIC.contextLength, initialPositions: 8 }),
+      );
+      const b = new BatchRunner(
+        f16,
+        new KvSlots(shape, {
+          maxRows: 2,
+          maxPositions: SYNTHETIC.contextLength,
+          initialPositions: 8,
+          dtype: "float16",
+        }),
+      );
       const prompt = [1, 40, 80, 120, 3, 200, 17, 9, 31, 77, 5, 6, 7, 8, 9, 10, 11, 12];
       let gap = 0;
       for (let done = 0; done < prompt.length; done += 6) {
@@ -278,8 +289,14 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
 
     it("keeps its binding across runs: changed tensors are rebound, a concurrent run binds its own", async () => {
       const [ort, native] = await both("fp32");
-      const mine = new BatchRunner(native, new KvSlots(shape, 2, SYNTHETIC.contextLength));
-      const reference = new BatchRunner(ort, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const mine = new BatchRunner(
+        native,
+        new KvSlots(shape, { maxRows: 2, maxPositions: SYNTHETIC.contextLength }),
+      );
+      const reference = new BatchRunner(
+        ort,
+        new KvSlots(shape, { maxRows: 2, maxPositions: SYNTHETIC.contextLength }),
+      );
       const same = async (run: (r: BatchRunner) => Promise<{ logits: Float32Array }>) => {
         const got = await run(mine);
         const want = await run(reference);
@@ -337,8 +354,14 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       });
       sessions.push(native);
       const plain = (await both("fp32"))[1];
-      const a = new BatchRunner(native, new KvSlots(shape, 2, SYNTHETIC.contextLength));
-      const b = new BatchRunner(plain, new KvSlots(shape, 2, SYNTHETIC.contextLength));
+      const a = new BatchRunner(
+        native,
+        new KvSlots(shape, { maxRows: 2, maxPositions: SYNTHETIC.contextLength }),
+      );
+      const b = new BatchRunner(
+        plain,
+        new KvSlots(shape, { maxRows: 2, maxPositions: SYNTHETIC.contextLength }),
+      );
       const first = await a.prefill(0, [1, 2, 3], 0);
       const firstCopy = first.logits.slice();
       expect(bytes(firstCopy).equals(bytes((await b.prefill(0, [1, 2, 3], 0)).logits))).toBe(true);

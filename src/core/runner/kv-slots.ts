@@ -1,12 +1,20 @@
 /**
  * The batch KV cache: per layer, one K and one V buffer of [rows, kv_heads, positions, head_dim].
  *
- * The same buffer is fed as past_key_values and fetched as present, so GroupQueryAttention runs in
- * its shared-buffer mode and writes the new tokens in place (no past→present copy inside ONNX
- * Runtime). onnxruntime-node still copies every fetched output into a fresh ArrayBuffer after a
- * run, so the position capacity grows with demand instead of starting at the context limit: the
- * per-step cost follows the longest live sequence, not the model's maximum length.
+ * The same buffer is fed as past_key_values and fetched as present, so the attention writes the
+ * new tokens in place. How the buffers get their memory depends on the session:
  *
+ * - Reserved (the native session, which binds the cache in place and never copies it): the whole
+ *   budget, max rows x max positions, is one allocation made at start. Large allocations are
+ *   mapped by the OS and committed page by page on first write, so resident memory follows the
+ *   positions rows have actually held, while the shape never changes: no step ever re-lays the
+ *   cache out. (Growing it in steps cost a copy of the whole cache every 64 positions: 150 MiB
+ *   and ~0.1 s for 4 rows at 1,500 positions, over a second for 16.)
+ * - Grown on demand (onnxruntime-node's session, which copies every fetched output into a fresh
+ *   ArrayBuffer after each run): the capacity follows the longest live sequence, so the per-step
+ *   copy follows it too, not the model's maximum length.
+ *
+ * Either way memory is given back once far more is held than the live rows use, for a while.
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
@@ -44,7 +52,7 @@ class HostKvBlock implements KvBlock {
   }
 }
 
-/** Positions are added in steps of this many: small, because every run copies the whole fetched cache. */
+/** Grown caches add positions in steps of this many: small, because every run copies the whole fetched cache. */
 const GROWTH_STEP = 64;
 /** Rows are added in steps of this many. */
 const ROW_STEP = 4;
@@ -67,14 +75,36 @@ export interface KvShape {
   headDim: number;
 }
 
+export interface KvSlotsOptions {
+  /** Most rows the cache may hold (the engine's max_num_seqs). */
+  maxRows: number;
+  /** Most positions a row may hold (the context limit). */
+  maxPositions: number;
+  /** Reserve the whole budget up front (see the module comment); otherwise grow on demand. */
+  reserve?: boolean;
+  /** A grown cache's positions at first (default GROWTH_STEP). */
+  initialPositions?: number;
+  dtype?: KvDtype;
+  /** The clock of the shrink grace period (tests set it). */
+  now?: () => number;
+}
+
 export class KvSlots implements KvRows {
   readonly shape: KvShape;
   /** Most rows the cache may grow to (the engine's max_num_seqs). */
   readonly maxRows: number;
   readonly maxPositions: number;
-  /** Rows allocated now: memory follows the number of live sequences, not the maximum. */
+  /** Whether the budget is reserved up front (it falls back to growing when it cannot be). */
+  readonly reserved: boolean;
+  /** Rows and positions of the buffers' shape: the budget when reserved, grown on demand otherwise. */
   private rows: number;
   private positions: number;
+  /**
+   * The extent rows [0, heldRows) x positions [0, heldPositions) that may have been written since
+   * the buffers were made: what may be resident. Equal to the shape when grown on demand.
+   */
+  private heldRows: number;
+  private heldPositions: number;
   private buffers: KvArray[];
   readonly dtype: KvDtype;
   private readonly now: () => number;
@@ -87,24 +117,45 @@ export class KvSlots implements KvRows {
     | { firstRow: number; count: number; buffers: KvArray[]; positions: number; binding: KvBinding }
     | undefined;
 
-  constructor(
-    shape: KvShape,
-    maxRows: number,
-    maxPositions: number,
-    initialPositions = GROWTH_STEP,
-    now: () => number = () => performance.now(),
-    dtype: KvDtype = "float32",
-  ) {
-    this.now = now;
-    this.dtype = dtype;
+  constructor(shape: KvShape, options: KvSlotsOptions) {
     this.shape = shape;
-    this.maxRows = maxRows;
-    this.rows = Math.min(ROW_STEP, maxRows);
-    this.maxPositions = maxPositions;
-    this.positions = Math.min(initialPositions, maxPositions);
-    this.buffers = Array.from({ length: shape.layers * 2 }, () =>
-      this.array(this.rows * this.rowFloats(this.positions)),
-    );
+    this.maxRows = options.maxRows;
+    this.maxPositions = options.maxPositions;
+    this.dtype = options.dtype ?? "float32";
+    this.now = options.now ?? (() => performance.now());
+    this.rows = this.maxRows;
+    this.positions = this.maxPositions;
+    this.heldRows = 0;
+    this.heldPositions = 0;
+    this.reserved = options.reserve ?? false;
+    try {
+      this.buffers = this.reserved ? this.allocate(this.rows, this.positions) : [];
+    } catch (err) {
+      // A budget larger than the address space or the OS's overcommit allows: grow on demand.
+      if (!(err instanceof RangeError)) throw err;
+      this.reserved = false;
+      this.buffers = [];
+    }
+    if (!this.reserved) {
+      this.rows = Math.min(ROW_STEP, this.maxRows);
+      this.positions = Math.min(options.initialPositions ?? GROWTH_STEP, this.maxPositions);
+      this.heldRows = this.rows;
+      this.heldPositions = this.positions;
+      this.buffers = this.allocate(this.rows, this.positions);
+    }
+  }
+
+  /**
+   * One K and one V buffer per layer of [rows, kv_heads, positions, head_dim]. A reserved cache's
+   * are views of a single allocation: one mapping the OS commits as it is written (each buffer
+   * alone could be small enough for the allocator to take from, and zero, its heap).
+   */
+  private allocate(rows: number, positions: number): KvArray[] {
+    const count = this.shape.layers * 2;
+    const each = rows * this.rowFloats(positions);
+    if (!this.reserved) return Array.from({ length: count }, () => this.array(each));
+    const all = this.array(count * each);
+    return Array.from({ length: count }, (_, i) => all.subarray(i * each, (i + 1) * each));
   }
 
   get capacity(): number {
@@ -119,9 +170,9 @@ export class KvSlots implements KvRows {
     return this.dtype === "float16" ? 2 : 4;
   }
 
-  /** Bytes held by the cache buffers. */
+  /** Bytes the cache may hold resident: the buffers grown on demand, the written extent of a reserved one. */
   get bytes(): number {
-    return this.buffers.length * this.rows * this.rowFloats(this.positions) * this.elementBytes;
+    return this.buffers.length * this.heldRows * this.rowFloats(this.heldPositions) * this.elementBytes;
   }
 
   /** KV bytes one token occupies across all layers. */
@@ -134,36 +185,50 @@ export class KvSlots implements KvRows {
     return this.shape.kvHeads * positions * this.shape.headDim;
   }
 
-  /** Re-lays the buffers out as [rows, kv_heads, positions, head_dim], keeping what fits. */
-  private relayout(rows: number, positions: number): void {
+  /**
+   * New buffers of [rows, kv_heads, positions, head_dim] holding rows [0, keepRows) x positions
+   * [0, keepPositions) of the old ones.
+   */
+  private relayout(rows: number, positions: number, keepRows: number, keepPositions: number): void {
     const { kvHeads, headDim } = this.shape;
-    const keepRows = Math.min(rows, this.rows);
     const oldSpan = this.positions * headDim;
     const newSpan = positions * headDim;
-    const keep = Math.min(oldSpan, newSpan);
-    this.buffers = this.buffers.map((old) => {
-      const next = this.array(rows * kvHeads * newSpan);
+    const keep = keepPositions * headDim;
+    const next = this.allocate(rows, positions);
+    this.buffers.forEach((old, b) => {
       for (let s = 0; s < keepRows * kvHeads; s++)
-        next.set(old.subarray(s * oldSpan, s * oldSpan + keep) as never, s * newSpan);
-      return next;
+        next[b]!.set(old.subarray(s * oldSpan, s * oldSpan + keep) as never, s * newSpan);
     });
+    this.buffers = next;
     this.rows = rows;
     this.positions = positions;
   }
 
   /** Makes room for rows [0, needed) (rows are the outer dimension: growing keeps every offset). */
   ensureRows(needed: number): void {
-    if (needed <= this.rows) return;
     if (needed > this.maxRows) throw new Error(`KV cache: ${needed} rows exceed ${this.maxRows}`);
-    this.relayout(Math.min(this.maxRows, Math.ceil(needed / ROW_STEP) * ROW_STEP), this.positions);
+    if (this.reserved) {
+      this.heldRows = Math.max(this.heldRows, needed);
+      return;
+    }
+    if (needed <= this.rows) return;
+    const rows = Math.min(this.maxRows, Math.ceil(needed / ROW_STEP) * ROW_STEP);
+    this.relayout(rows, this.positions, this.rows, this.positions);
+    this.heldRows = rows;
   }
 
-  /** Makes room for `needed` positions per row (re-laying out the buffers when it grows). */
+  /** Makes room for `needed` positions per row (a grown cache re-lays its buffers out). */
   ensurePositions(needed: number): void {
-    if (needed <= this.positions) return;
     if (needed > this.maxPositions)
       throw new Error(`KV cache: ${needed} positions exceed ${this.maxPositions}`);
-    this.relayout(this.rows, Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP));
+    if (this.reserved) {
+      this.heldPositions = Math.max(this.heldPositions, needed);
+      return;
+    }
+    if (needed <= this.positions) return;
+    const positions = Math.min(this.maxPositions, Math.ceil(needed / GROWTH_STEP) * GROWTH_STEP);
+    this.relayout(this.rows, positions, this.rows, this.positions);
+    this.heldPositions = positions;
   }
 
   reserve(rows: number, positions: number): void {
@@ -176,12 +241,14 @@ export class KvSlots implements KvRows {
    * `positions` positions), so one long request or a burst of requests does not keep the cache
    * large for good. Twice the need is tolerated, so steady traffic never re-lays out, and so is
    * more for SHRINK_GRACE_MS, so back-to-back requests do not shrink and regrow it each time.
+   * A reserved cache keeps its shape: the live rows move to a fresh reservation, and the old one's
+   * pages go back to the OS with it.
    */
   shrinkTo(rows: number, positions: number): void {
     const wantRows = Math.max(ROW_STEP, Math.ceil(rows / ROW_STEP) * ROW_STEP);
     const wantPositions = Math.max(GROWTH_STEP, Math.ceil(positions / GROWTH_STEP) * GROWTH_STEP);
-    const rowsOver = this.rows > 2 * wantRows;
-    const positionsOver = this.positions > 2 * wantPositions;
+    const rowsOver = this.heldRows > 2 * wantRows;
+    const positionsOver = this.heldPositions > 2 * wantPositions;
     if (!rowsOver && !positionsOver) {
       this.oversizedSince = undefined;
       return;
@@ -190,10 +257,24 @@ export class KvSlots implements KvRows {
     this.oversizedSince ??= now;
     if (now - this.oversizedSince < SHRINK_GRACE_MS) return;
     this.oversizedSince = undefined;
+    const keepRows = Math.min(wantRows, this.heldRows, this.maxRows);
+    const keepPositions = Math.min(wantPositions, this.heldPositions, this.maxPositions);
+    if (this.reserved) {
+      this.relayout(this.rows, this.positions, keepRows, keepPositions);
+      this.heldRows = keepRows;
+      this.heldPositions = keepPositions;
+      return;
+    }
+    const newRows = rowsOver ? Math.min(wantRows, this.maxRows) : this.rows;
+    const newPositions = positionsOver ? Math.min(wantPositions, this.maxPositions) : this.positions;
     this.relayout(
-      rowsOver ? Math.min(wantRows, this.maxRows) : this.rows,
-      positionsOver ? Math.min(wantPositions, this.maxPositions) : this.positions,
+      newRows,
+      newPositions,
+      Math.min(newRows, this.rows),
+      Math.min(newPositions, this.positions),
     );
+    this.heldRows = newRows;
+    this.heldPositions = newPositions;
   }
 
   /** Copies the first `length` positions of row `from` into row `to` (forks, compaction, prefix hits). */

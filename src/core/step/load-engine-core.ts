@@ -3,6 +3,7 @@ import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
 import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
+import { NativeDecoderSession } from "../runner/native-session.ts";
 import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
@@ -26,11 +27,13 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   const maxModelLen = Math.min(config.maxModelLen, model.maxPositions);
   const kv = new KvSlots(
     { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },
-    config.maxNumSeqs,
-    maxModelLen,
-    undefined,
-    undefined,
-    kvDtypeOf(session),
+    {
+      maxRows: config.maxNumSeqs,
+      maxPositions: maxModelLen,
+      dtype: kvDtypeOf(session),
+      // Only a session that binds the cache in place can take it whole: onnxruntime-node's copies it out every run.
+      reserve: session instanceof NativeDecoderSession,
+    },
   );
   return new EngineCore({ ...config, maxModelLen }, model, new BatchRunner(session, kv), {
     encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
