@@ -9,8 +9,8 @@
  * of the first tenth after warm-up (single samples swing by tens of MiB as the allocator takes and
  * returns memory; the end sample is printed too), open fds before the clients started vs. after
  * they stopped (client sockets come and go in between), the most KV held in the last tenth vs.
- * during warm-up, throughput at the start vs. the end, and the gauges once the clients stopped (running 0 and KV in use 0 expected). Exits 1
- * when any of these goals is not met.
+ * during warm-up, throughput at the start vs. the end, and the gauges once the clients stopped
+ * (running 0 and KV in use 0 expected). Exits 1 when any of these goals is not met.
  *
  *   node bench/soak.ts [--minutes 60] [--clients 16] [--sample-seconds 15] [--max-num-seqs 8]
  */
