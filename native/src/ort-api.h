@@ -223,7 +223,10 @@ struct OrtApi {
   void(ORT_API_CALL* ReleaseTypeInfo)(OrtTypeInfo* info);
   void(ORT_API_CALL* ReleaseTensorTypeAndShapeInfo)(OrtTensorTypeAndShapeInfo* info);
   void(ORT_API_CALL* ReleaseSessionOptions)(OrtSessionOptions* options);
-  void* unused101[32];  // 101-132
+  void* unused101[29];  // 101-129
+  // Session config keys (onnxruntime_session_options_config_keys.h), e.g. the intra-op pool's spinning.
+  OrtStatus*(ORT_API_CALL* AddSessionConfigEntry)(OrtSessionOptions* options, const char* key, const char* value);
+  void* unused131[2];  // 131-132
   OrtStatus*(ORT_API_CALL* RunWithBinding)(OrtSession* session, const OrtRunOptions* options,
                                            const OrtIoBinding* binding);
   OrtStatus*(ORT_API_CALL* CreateIoBinding)(OrtSession* session, OrtIoBinding** binding);
@@ -305,6 +308,7 @@ ORTSERVE_SLOT(ReleaseValue, 96);
 ORTSERVE_SLOT(ReleaseTypeInfo, 98);
 ORTSERVE_SLOT(ReleaseTensorTypeAndShapeInfo, 99);
 ORTSERVE_SLOT(ReleaseSessionOptions, 100);
+ORTSERVE_SLOT(AddSessionConfigEntry, 130);
 ORTSERVE_SLOT(RunWithBinding, 133);
 ORTSERVE_SLOT(CreateIoBinding, 134);
 ORTSERVE_SLOT(ReleaseIoBinding, 135);

@@ -39,6 +39,18 @@ std::string runtimeVersion;
 std::mutex runtimeMutex;
 
 // The message of a failed call (and frees its status); empty on success.
+// "a;b;;c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitEntries(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string failure(OrtStatus* status) {
   if (status == nullptr) return {};
   std::string message = ort->GetErrorMessage(status);
@@ -538,6 +550,15 @@ class Session : public Napi::ObjectWrap<Session> {
     // A profiling aid, not a setting: ORTSERVE_ORT_PROFILE=<path prefix> traces every node.
     const char* profile = getenv("ORTSERVE_ORT_PROFILE");
     if (error.empty() && profile != nullptr && profile[0] != '\0') error = failure(ort->EnableProfiling(options, profile));
+    // A measuring aid, not a setting: ORTSERVE_ORT_CONFIG="key=value;key=value" adds session config
+    // entries (the thread pool's spinning and partitioning keys are what it was made for).
+    const char* config = getenv("ORTSERVE_ORT_CONFIG");
+    for (const std::string& entry : SplitEntries(config == nullptr ? "" : config)) {
+      const size_t eq = entry.find('=');
+      if (!error.empty()) break;
+      if (eq == std::string::npos) error = "ORTSERVE_ORT_CONFIG: expected key=value, got " + entry;
+      else error = failure(ort->AddSessionConfigEntry(options, entry.substr(0, eq).c_str(), entry.substr(eq + 1).c_str()));
+    }
     if (error.empty()) error = failure(ort->CreateSession(ortEnv, path.c_str(), options, &session_));
     ort->ReleaseSessionOptions(options);
     if (error.empty()) error = ReadMetadata();
