@@ -1,0 +1,83 @@
+/**
+ * One side of an A/B between two source trees: the engine of the tree at `--root` (a checkout or
+ * `git worktree` of another commit) on this checkout's converted model, measured the way
+ * bench/targets.ts measures its ortserve rows, printed as one JSON line. Alternate the two trees
+ * in one sitting, since this machine's figures drift by 10% or more from one minute to the next:
+ *
+ *   git worktree add /tmp/before <commit> && (cd /tmp/before && npm run build:native)
+ *   for i in 1 2 3; do node bench/tree-ab.ts --root /tmp/before; node bench/tree-ab.ts; done
+ *
+ *   node bench/tree-ab.ts [--root <dir>] [--runs 3] [--only single,at100,at1500,streams16]
+ */
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { modelsDir, repoRoot } from "../src/util/paths.ts";
+
+const { values } = parseArgs({
+  options: {
+    root: { type: "string", default: repoRoot },
+    runs: { type: "string", default: "3" },
+    only: { type: "string", default: "single,at100,at1500,streams16" },
+  },
+});
+const root = resolve(values.root);
+const runs = Number(values.runs);
+const only = new Set(values.only.split(","));
+const MODEL = "smollm2-135m-instruct";
+
+// The tree under test supplies the engine; prompts and timing come from this checkout's bench.
+const { Engine } = (await import(
+  join(root, "src/engine/engine.ts")
+)) as typeof import("../src/engine/engine.ts");
+const { benchPrompt } = await import("./prompt.ts");
+const { median, nowSeconds } = await import("./stats.ts");
+
+let salt = 0;
+const greedy = (tokenIds: number[], maxTokens: number) => ({
+  model: MODEL,
+  prompt: { tokenIds },
+  params: { maxTokens, cacheSalt: `ab-${++salt}`, sampling: { temperature: 0, ignoreEos: true } },
+});
+
+/** Time to the first token and the decode rate after it, as bench/targets.ts times a request. */
+async function timed(engine: import("../src/engine/engine.ts").Engine, req: ReturnType<typeof greedy>) {
+  const t0 = nowSeconds();
+  let first = 0;
+  let last = 0;
+  let tokens = 0;
+  await engine.generate(req, {
+    onEvent: (e) => {
+      if (e.type !== "delta") return;
+      last = nowSeconds();
+      if (tokens === 0) first = last;
+      tokens += e.tokenIds.length;
+    },
+  });
+  return { ttft: first - t0, decodeRate: (tokens - 1) / (last - first), tokens };
+}
+
+const engine = await Engine.open({ modelsDir: modelsDir(), workers: 1, threads: 2, maxNumSeqs: 16 });
+const text = await benchPrompt(join(modelsDir(), MODEL), 1600);
+const streams = Array.from({ length: 16 }, (_, i) => text.slice(i * 90, i * 90 + 64));
+const repeat = async (f: () => Promise<number>) => {
+  const xs: number[] = [];
+  for (let i = 0; i < runs; i++) xs.push(+(await f()).toFixed(1));
+  return xs;
+};
+const out: Record<string, unknown> = { root };
+await timed(engine, greedy(text.slice(0, 128), 16));
+if (only.has("single"))
+  out.single = await repeat(async () => (await timed(engine, greedy(text.slice(0, 128), 256))).decodeRate);
+if (only.has("at100"))
+  out.at100 = await repeat(async () => (await timed(engine, greedy(text.slice(0, 100), 128))).decodeRate);
+if (only.has("at1500"))
+  out.at1500 = await repeat(async () => (await timed(engine, greedy(text.slice(0, 1500), 128))).decodeRate);
+if (only.has("streams16"))
+  out.streams16 = await repeat(async () => {
+    const t0 = nowSeconds();
+    const done = await Promise.all(streams.map((p) => timed(engine, greedy(p, 128))));
+    return done.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0);
+  });
+for (const [k, v] of Object.entries(out)) if (Array.isArray(v)) out[`${k}Median`] = +median(v).toFixed(1);
+console.log(JSON.stringify(out));
+await engine.close();
