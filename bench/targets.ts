@@ -28,6 +28,7 @@ import { ensureLlamaServer, startLlamaServer } from "./llama-server.ts";
 import { benchPrompt } from "./prompt.ts";
 import { openLlamaServing } from "./serving-llama.ts";
 import { median, nowSeconds } from "./stats.ts";
+import { timed } from "./timed-request.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -58,29 +59,6 @@ function greedy(tokenIds: number[], maxTokens: number, cacheSalt = `run-${++salt
     prompt: { tokenIds },
     params: { maxTokens, cacheSalt, sampling: { temperature: 0, ignoreEos: true } },
   };
-}
-
-interface Timed {
-  ttft: number;
-  /** Tokens per second between the first and the last token. */
-  decodeRate: number;
-  tokens: number;
-}
-
-async function timed(engine: Engine, req: GenerateRequest): Promise<Timed> {
-  const t0 = nowSeconds();
-  let first = 0;
-  let last = 0;
-  let tokens = 0;
-  await engine.generate(req, {
-    onEvent: (e) => {
-      if (e.type !== "delta") return;
-      last = nowSeconds();
-      if (tokens === 0) first = last;
-      tokens += e.tokenIds.length;
-    },
-  });
-  return { ttft: first - t0, decodeRate: (tokens - 1) / (last - first), tokens };
 }
 
 async function repeat(n: number, fn: () => Promise<number>): Promise<number> {

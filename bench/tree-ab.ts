@@ -11,7 +11,11 @@
  */
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import type { Engine as EngineType } from "../src/engine/engine.ts";
 import { modelsDir, repoRoot } from "../src/util/paths.ts";
+import { benchPrompt } from "./prompt.ts";
+import { median, nowSeconds } from "./stats.ts";
+import { timed } from "./timed-request.ts";
 
 const { values } = parseArgs({
   options: {
@@ -29,8 +33,6 @@ const MODEL = "smollm2-135m-instruct";
 const { Engine } = (await import(
   join(root, "src/engine/engine.ts")
 )) as typeof import("../src/engine/engine.ts");
-const { benchPrompt } = await import("./prompt.ts");
-const { median, nowSeconds } = await import("./stats.ts");
 
 let salt = 0;
 const greedy = (tokenIds: number[], maxTokens: number) => ({
@@ -39,24 +41,13 @@ const greedy = (tokenIds: number[], maxTokens: number) => ({
   params: { maxTokens, cacheSalt: `ab-${++salt}`, sampling: { temperature: 0, ignoreEos: true } },
 });
 
-/** Time to the first token and the decode rate after it, as bench/targets.ts times a request. */
-async function timed(engine: import("../src/engine/engine.ts").Engine, req: ReturnType<typeof greedy>) {
-  const t0 = nowSeconds();
-  let first = 0;
-  let last = 0;
-  let tokens = 0;
-  await engine.generate(req, {
-    onEvent: (e) => {
-      if (e.type !== "delta") return;
-      last = nowSeconds();
-      if (tokens === 0) first = last;
-      tokens += e.tokenIds.length;
-    },
-  });
-  return { ttft: first - t0, decodeRate: (tokens - 1) / (last - first), tokens };
-}
-
-const engine = await Engine.open({ modelsDir: modelsDir(), workers: 1, threads: 2, maxNumSeqs: 16 });
+// Typed as this checkout's engine: what the probe calls (open, generate, close) is the same in both.
+const engine = (await Engine.open({
+  modelsDir: modelsDir(),
+  workers: 1,
+  threads: 2,
+  maxNumSeqs: 16,
+})) as unknown as EngineType;
 const text = await benchPrompt(join(modelsDir(), MODEL), 1600);
 const streams = Array.from({ length: 16 }, (_, i) => text.slice(i * 90, i * 90 + 64));
 const repeat = async (f: () => Promise<number>) => {
