@@ -12,6 +12,8 @@
 // declarations of ort-api.h hold for, and asks it for that C API version
 // (the API is append-only, so a newer library serves it).
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <napi.h>
 
 #include <cmath>
@@ -947,7 +949,35 @@ void RunWorker::OnOK() {
 
 void RunWorker::OnError(const Napi::Error& error) { deferred_.Reject(error.Value()); }
 
+// keepSmallPages(typedArray): asks the kernel not to back the array's whole pages with transparent
+// huge pages (madvise MADV_NOHUGEPAGE). The KV cache reserves its whole budget and relies on pages
+// being committed only where rows write; with huge pages set to "always", touching any row's span
+// (512 KiB for the default model) would commit the 2 MiB around it. Returns the advised range as
+// [start, end) addresses (doubles: exact below 2^53), or undefined where it cannot be advised.
+Napi::Value KeepSmallPages(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray()) {
+    Napi::TypeError::New(env, "keepSmallPages: expected a typed array").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::TypedArray array = info[0].As<Napi::TypedArray>();
+  const uintptr_t data = reinterpret_cast<uintptr_t>(array.ArrayBuffer().Data()) + array.ByteOffset();
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = (data + page - 1) & ~(page - 1);
+  const uintptr_t end = (data + array.ByteLength()) & ~(page - 1);
+#ifdef MADV_NOHUGEPAGE
+  if (end > start && madvise(reinterpret_cast<void*>(start), end - start, MADV_NOHUGEPAGE) == 0) {
+    Napi::Array range = Napi::Array::New(env, 2);
+    range.Set(0u, static_cast<double>(start));
+    range.Set(1u, static_cast<double>(end));
+    return range;
+  }
+#endif
+  return env.Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("keepSmallPages", Napi::Function::New(env, KeepSmallPages, "keepSmallPages"));
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
   exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
   exports.Set("Session", Session::Define(env));

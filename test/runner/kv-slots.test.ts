@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { KvBlock } from "../../src/core/runner/kv-rows.ts";
 import { KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
 
 const shape = { layers: 2, kvHeads: 3, headDim: 4 };
 
@@ -255,6 +257,52 @@ describe("KvSlots with the budget reserved up front (the native session's cache)
     kv.copyRow(0, 2, 6);
     expect(positions(kv, 2, 6)).toEqual(row1);
   });
+
+  it.skipIf(!nativeSessions || process.platform !== "linux")(
+    "keeps transparent huge pages off each reservation (the native session's advice, seen in smaps)",
+    () => {
+      let now = 0;
+      const advised: [number, number][] = [];
+      const kv = new KvSlots(
+        { layers: 30, kvHeads: 3, headDim: 64 },
+        {
+          maxRows: 4,
+          maxPositions: 4096,
+          reserve: true,
+          dtype: "float16",
+          now: () => now,
+          onReserve: (memory) => {
+            const range = nativeSessions!.keepSmallPages(memory);
+            if (range) advised.push(range);
+          },
+        },
+      );
+      hold(kv, 4, 2000);
+      kv.shrinkTo(1, 10);
+      now += SHRINK_GRACE_MS;
+      kv.shrinkTo(1, 10);
+      // Two reservations (at start and at the shrink), each advised over nearly all its bytes.
+      expect(advised).toHaveLength(2);
+      const budget = 30 * 2 * 4 * 3 * 4096 * 64 * 2;
+      for (const [start, end] of advised) expect(end - start).toBeGreaterThan(budget - 8192);
+      // The kernel's view: the mapping that holds the advised range carries the "nh" flag.
+      const smaps = readFileSync("/proc/self/smaps", "utf8").split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
+      const flagsAt = (address: number) => {
+        const entry = smaps.find((e) => {
+          const [lo, hi] = e
+            .slice(0, e.indexOf(" "))
+            .split("-")
+            .map((h) => Number.parseInt(h, 16));
+          return lo! <= address && address < hi!;
+        });
+        return /VmFlags:(.*)/
+          .exec(entry ?? "")?.[1]
+          ?.trim()
+          .split(" ");
+      };
+      expect(flagsAt(advised[1]![0])).toContain("nh");
+    },
+  );
 
   it("grows on demand instead when the budget cannot be allocated at once", () => {
     const kv = new KvSlots(shape, { maxRows: 1 << 20, maxPositions: 1 << 20, reserve: true });

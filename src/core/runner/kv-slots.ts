@@ -87,6 +87,8 @@ export interface KvSlotsOptions {
   dtype?: KvDtype;
   /** The clock of the shrink grace period (tests set it). */
   now?: () => number;
+  /** Called with each reservation as it is made (the native session keeps huge pages off it). */
+  onReserve?: (memory: KvArray) => void;
 }
 
 export class KvSlots implements KvRows {
@@ -108,6 +110,7 @@ export class KvSlots implements KvRows {
   private buffers: KvArray[];
   readonly dtype: KvDtype;
   private readonly now: () => number;
+  private readonly onReserve: ((memory: KvArray) => void) | undefined;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
   private oversizedSince: number | undefined;
   /** Saved blocks' memory, by block length in positions. */
@@ -123,6 +126,7 @@ export class KvSlots implements KvRows {
     this.maxPositions = options.maxPositions;
     this.dtype = options.dtype ?? "float32";
     this.now = options.now ?? (() => performance.now());
+    this.onReserve = options.onReserve;
     this.rows = this.maxRows;
     this.positions = this.maxPositions;
     this.heldRows = 0;
@@ -155,6 +159,7 @@ export class KvSlots implements KvRows {
     const each = rows * this.rowFloats(positions);
     if (!this.reserved) return Array.from({ length: count }, () => this.array(each));
     const all = this.array(count * each);
+    this.onReserve?.(all);
     return Array.from({ length: count }, (_, i) => all.subarray(i * each, (i + 1) * each));
   }
 

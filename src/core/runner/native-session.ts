@@ -70,6 +70,8 @@ type BindingMode = (typeof BindingMode)[keyof typeof BindingMode];
 interface SessionAddon {
   /** The ONNX Runtime C API version the addon requests (native/src/ort-api.h). */
   readonly apiVersion: number;
+  /** madvise(MADV_NOHUGEPAGE) over the array's whole pages: the advised [start, end), or undefined. */
+  keepSmallPages(array: ArrayBufferView): [number, number] | undefined;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
   Session: new (
@@ -342,6 +344,12 @@ export interface NativeSessions {
   /** ONNX Runtime's version, as the loaded library reports it. */
   readonly version: string;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
+  /**
+   * Keeps transparent huge pages away from the array's memory (Linux; undefined elsewhere or when
+   * refused), so memory reserved and left unwritten stays uncommitted on hosts that set them to
+   * "always". Returns the advised [start, end) addresses.
+   */
+  keepSmallPages(array: ArrayBufferView): [number, number] | undefined;
 }
 
 function load(): NativeSessions | undefined {
@@ -366,6 +374,7 @@ function load(): NativeSessions | undefined {
   }
   return {
     version,
+    keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
       const rewritten = wanted

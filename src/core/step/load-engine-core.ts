@@ -3,7 +3,7 @@ import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
 import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
-import { NativeDecoderSession } from "../runner/native-session.ts";
+import { NativeDecoderSession, nativeSessions } from "../runner/native-session.ts";
 import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
@@ -33,6 +33,7 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
       dtype: kvDtypeOf(session),
       // Only a session that binds the cache in place can take it whole: onnxruntime-node's copies it out every run.
       reserve: session instanceof NativeDecoderSession,
+      onReserve: (memory) => nativeSessions?.keepSmallPages(memory),
     },
   );
   return new EngineCore({ ...config, maxModelLen }, model, new BatchRunner(session, kv), {
