@@ -12,9 +12,13 @@
  * during warm-up, throughput at the start vs. the end, and the gauges once the clients stopped
  * (running 0 and KV in use 0 expected). Exits 1 when any of these goals is not met.
  *
+ * With `--smaps-dir`, it also copies the server's /proc/<pid>/smaps there every
+ * `--smaps-every-minutes` (default 5), for `bench/smaps-diff.ts` to say whose pages grew.
+ *
  *   node bench/soak.ts [--minutes 60] [--clients 16] [--sample-seconds 15] [--max-num-seqs 8]
+ *                      [--smaps-dir DIR] [--smaps-every-minutes 5]
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -31,6 +35,8 @@ const { values } = parseArgs({
     clients: { type: "string", default: "16" },
     "sample-seconds": { type: "string", default: "15" },
     "max-num-seqs": { type: "string", default: "8" },
+    "smaps-dir": { type: "string" },
+    "smaps-every-minutes": { type: "string", default: "5" },
   },
 });
 const minutes = Number(values.minutes);
@@ -131,6 +137,22 @@ try {
     }
   }
 
+  const smapsDir = values["smaps-dir"];
+  async function smapsSnapshots(): Promise<void> {
+    if (smapsDir === undefined) return;
+    mkdirSync(smapsDir, { recursive: true });
+    const everyMinutes = Number(values["smaps-every-minutes"]);
+    // The last one a second before the clients stop, while the load is still on.
+    for (let minute = 0; ; minute += everyMinutes) {
+      const at = Math.min(t0 + minute * 60_000, deadline - 1000);
+      await sleep(Math.max(0, at - performance.now()));
+      // Read then write: smaps is generated as it is read.
+      const name = `smaps-${String(Math.round((at - t0) / 1000)).padStart(4, "0")}s.txt`;
+      writeFileSync(join(smapsDir, name), readFileSync(`/proc/${pid}/smaps`));
+      if (at >= deadline - 1000) return;
+    }
+  }
+
   const samples: Sample[] = [];
   async function sampler(): Promise<void> {
     let last = performance.now();
@@ -157,7 +179,7 @@ try {
     }
   }
 
-  await Promise.all([...Array.from({ length: clients }, (_, i) => client(i)), sampler()]);
+  await Promise.all([...Array.from({ length: clients }, (_, i) => client(i)), sampler(), smapsSnapshots()]);
 
   // Every client has stopped: the engine must let go of every sequence and KV block.
   let idle = await engineGauges(server.url);
