@@ -244,7 +244,12 @@ struct OrtApi {
   // Unbind every input (or output) of a binding: the kept binding starts over.
   void(ORT_API_CALL* ClearBoundInputs)(OrtIoBinding* binding);
   void(ORT_API_CALL* ClearBoundOutputs)(OrtIoBinding* binding);
-  void* unused143[131];  // 143-273
+  void* unused143[106];  // 143-248
+  // An input the graph holds as a constant initializer, for a kernel to prepare once when made;
+  // *isConstant is 0 (and *out unset) for any other input. The value belongs to the session.
+  OrtStatus*(ORT_API_CALL* KernelInfoGetConstantInput_tensor)(const OrtKernelInfo* info, size_t index,
+                                                              int* isConstant, const OrtValue** out);
+  void* unused250[24];  // 250-273
   // fn(data, i) for i in [0, total) on the session's intra-op pool; returns when all are done.
   OrtStatus*(ORT_API_CALL* KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t),
                                                       size_t total, size_t batches, void* data);
@@ -318,6 +323,7 @@ ORTSERVE_SLOT(BindOutputToDevice, 138);
 ORTSERVE_SLOT(GetBoundOutputValues, 140);
 ORTSERVE_SLOT(ClearBoundInputs, 141);
 ORTSERVE_SLOT(ClearBoundOutputs, 142);
+ORTSERVE_SLOT(KernelInfoGetConstantInput_tensor, 249);
 ORTSERVE_SLOT(KernelContext_ParallelFor, 274);
 #undef ORTSERVE_SLOT
 static_assert(sizeof(OrtApi) == 275 * sizeof(void*), "OrtApi ends at KernelContext_ParallelFor (slot 274)");

@@ -103,15 +103,15 @@ void Project(const Shape& s, int64_t row0, int rows, int col0, int count, TileRo
   }
 }
 
-void SwiGlu(float* a, const float* b, int count) {
+}  // namespace
+
+void SwiGluInPlace(float* a, const float* b, int count) {
   int done = 0;
 #ifdef ORTSERVE_EPILOGUE_AVX2
   if (gAvx2Fma) done = SwiGluAvx2(a, b, count);
 #endif
   for (int j = done; j < count; j++) a[j] = a[j] / (1.0f + std::exp(-a[j])) * b[j];
 }
-
-}  // namespace
 
 void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int n, int blocks, bool swiglu,
                         float* out, const ParallelFor& parallelFor) {
@@ -132,7 +132,7 @@ void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int
     if (swiglu) {
       alignas(32) TileRows up;
       Project(s, row0, tileRows, width + col0, count, up);
-      for (int r = 0; r < tileRows; r++) SwiGlu(first[r], up[r], count);
+      for (int r = 0; r < tileRows; r++) SwiGluInPlace(first[r], up[r], count);
     }
     for (int r = 0; r < tileRows; r++) std::copy_n(first[r], count, out + (row0 + r) * width + col0);
   };

@@ -22,6 +22,9 @@ namespace ortserve {
 // first n columns, plus block sums x C (the product over blocks in order, then added, as the
 // MatMul and Add it replaces) when offsets is given. out is p [rows, n], or with swiglu
 // silu(p[:, :n/2]) * p[:, n/2:] [rows, n/2].
+// a[j] = silu(a[j]) * b[j] for j in [0, count).
+void SwiGluInPlace(float* a, const float* b, int count);
+
 void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int n, int blocks, bool swiglu,
                         float* out, const ParallelFor& parallelFor);
 

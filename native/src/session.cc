@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "block-quant-matmul.h"
 #include "projection-epilogue.h"
 #include "ort-api.h"
 
@@ -443,6 +444,135 @@ EpilogueOp MakeEpilogueOp(const char* name, bool offsets, bool swiglu) {
   return def;
 }
 
+// ---- ortserve.BlockQuantMatMul[Offset][SwiGlu]: block-quant-matmul.h ----
+// Inputs: x [..., k], then MatMulNBits' constant B (uint8 [rows, k / 32, 32 * bits / 8]) and
+// scales ([rows, k / 32]), and for the Offset forms the offsets C [k / 32, n]; output [..., n]
+// (n = rows, or C's width), or [..., n / 2] for the SwiGlu forms. Each stands for a MatMulNBits
+// and the epilogue after it (BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu) in the converted graph
+// (src/core/runner/epilogue-graph.ts); the weights are repacked once, when the session makes the
+// kernel.
+
+struct QuantMatMulOp {
+  OrtCustomOp op;
+  const char* name;
+  bool offsets;
+  bool swiglu;
+};
+
+struct QuantMatMulKernel {
+  ortserve::PackedBlockQuantWeight weight;
+  bool swiglu = false;
+};
+
+static_assert(offsetof(QuantMatMulOp, op) == 0, "ONNX Runtime hands the OrtCustomOp back: it must start the struct");
+
+const QuantMatMulOp& QuantMatMulOf(const OrtCustomOp* op) { return *reinterpret_cast<const QuantMatMulOp*>(op); }
+
+ONNXTensorElementDataType ORT_API_CALL QuantMatMulInputType(const OrtCustomOp*, size_t index) {
+  return index == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+size_t ORT_API_CALL QuantMatMulInputCount(const OrtCustomOp* op) { return QuantMatMulOf(op).offsets ? 4 : 3; }
+const char* ORT_API_CALL QuantMatMulName(const OrtCustomOp* op) { return QuantMatMulOf(op).name; }
+void ORT_API_CALL QuantMatMulDestroy(void* kernel) { delete static_cast<QuantMatMulKernel*>(kernel); }
+
+std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool offsets,
+                            ortserve::PackedBlockQuantWeight* weight) {
+  TensorView in[4];
+  for (size_t i = 1; i < (offsets ? 4u : 3u); i++) {
+    int constant = 0;
+    const OrtValue* value = nullptr;
+    std::string error = failure(api->KernelInfoGetConstantInput_tensor(info, i, &constant, &value));
+    if (!error.empty()) return error;
+    if (constant == 0 || value == nullptr) return "the weights, scales and offsets must be initializers";
+    error = Describe(value, &in[i]);
+    if (!error.empty()) return error;
+  }
+  const TensorView& quants = in[1];
+  const TensorView& scales = in[2];
+  if (quants.dims.size() != 3 || (quants.dims[2] != 16 && quants.dims[2] != 32))
+    return "the weights must be [rows, blocks, 16 or 32] (4- or 8-bit blocks of 32)";
+  const int64_t rows = quants.dims[0];
+  const int64_t blocks = quants.dims[1];
+  int64_t scaleCount = 1;
+  for (int64_t d : scales.dims) scaleCount *= d;
+  if (scaleCount != rows * blocks) return "the scales do not hold one per block";
+  int64_t n = rows;
+  if (offsets) {
+    if (in[3].dims.size() != 2 || in[3].dims[0] != blocks || in[3].dims[1] > rows)
+      return "the offsets must be [blocks, n] with n at most the weights' rows";
+    n = in[3].dims[1];
+  }
+  const char* problem = weight->Pack(static_cast<const uint8_t*>(quants.data), static_cast<const float*>(scales.data),
+                                     offsets ? static_cast<const float*>(in[3].data) : nullptr, static_cast<int>(n),
+                                     static_cast<int>(blocks * 32), static_cast<int>(quants.dims[2] * 8 / 32));
+  return problem != nullptr ? problem : "";
+}
+
+OrtStatus* ORT_API_CALL QuantMatMulCreate(const OrtCustomOp* op, const OrtApi* api, const OrtKernelInfo* info,
+                                          void** out) {
+  auto* kernel = new QuantMatMulKernel();
+  kernel->swiglu = QuantMatMulOf(op).swiglu;
+  std::string error = PackQuantMatMul(api, info, QuantMatMulOf(op).offsets, &kernel->weight);
+  if (error.empty() && kernel->swiglu && kernel->weight.n() % 2 != 0) error = "the gate/up projection's width is odd";
+  if (error.empty()) {
+    *out = kernel;
+    return nullptr;
+  }
+  delete kernel;
+  return api->CreateStatus(ORT_RUNTIME_EXCEPTION, (std::string(QuantMatMulOf(op).name) + ": " + error).c_str());
+}
+
+std::string ComputeQuantMatMul(const QuantMatMulKernel& kernel, OrtKernelContext* context) {
+  const ortserve::PackedBlockQuantWeight& weight = kernel.weight;
+  const OrtValue* value = nullptr;
+  TensorView x;
+  std::string error = failure(ort->KernelContext_GetInput(context, 0, &value));
+  if (error.empty()) error = Describe(value, &x);
+  if (!error.empty()) return error;
+  if (x.dims.empty() || x.dims.back() != weight.k()) return "the input's last dimension is not the weights' k";
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.dims.size(); d++) rows *= x.dims[d];
+  std::vector<int64_t> outDims = x.dims;
+  outDims.back() = kernel.swiglu ? weight.n() / 2 : weight.n();
+  OrtValue* output = nullptr;
+  void* out = nullptr;
+  error = failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
+  if (error.empty()) error = failure(ort->GetTensorMutableData(output, &out));
+  if (!error.empty()) return error;
+  ortserve::BlockQuantMatMul(weight, static_cast<const float*>(x.data), rows, kernel.swiglu, static_cast<float*>(out),
+                             ParallelForOf(context));
+  return "";
+}
+
+OrtStatus* ORT_API_CALL QuantMatMulCompute(void* kernel, OrtKernelContext* context) {
+  std::string error = ComputeQuantMatMul(*static_cast<QuantMatMulKernel*>(kernel), context);
+  if (error.empty()) return nullptr;
+  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("BlockQuantMatMul: " + error).c_str());
+}
+
+QuantMatMulOp MakeQuantMatMulOp(const char* name, bool offsets, bool swiglu) {
+  QuantMatMulOp def{};
+  def.name = name;
+  def.offsets = offsets;
+  def.swiglu = swiglu;
+  def.op = CpuOp();
+  OrtCustomOp& op = def.op;
+  op.GetName = QuantMatMulName;
+  op.GetInputType = QuantMatMulInputType;
+  op.GetInputTypeCount = QuantMatMulInputCount;
+  op.GetOutputType = EpilogueType;
+  op.GetOutputTypeCount = EpilogueOutputCount;
+  op.KernelDestroy = QuantMatMulDestroy;
+  op.CreateKernelV2 = QuantMatMulCreate;
+  op.KernelComputeV2 = QuantMatMulCompute;
+  return def;
+}
+
+const QuantMatMulOp gQuantMatMulOps[] = {MakeQuantMatMulOp("BlockQuantMatMul", false, false),
+                                         MakeQuantMatMulOp("BlockQuantMatMulOffset", true, false),
+                                         MakeQuantMatMulOp("BlockQuantMatMulSwiGlu", false, true),
+                                         MakeQuantMatMulOp("BlockQuantMatMulOffsetSwiGlu", true, true)};
+
 const EpilogueOp gEpilogueOps[] = {MakeEpilogueOp("BlockOffsetAdd", true, false),
                                    MakeEpilogueOp("SwiGlu", false, true),
                                    MakeEpilogueOp("BlockOffsetSwiGlu", true, true)};
@@ -461,6 +591,8 @@ std::string AddAttentionDomain(OrtSessionOptions* options) {
     for (const AttentionOp& def : gAttentionOps)
       if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
     for (const EpilogueOp& def : gEpilogueOps)
+      if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
+    for (const QuantMatMulOp& def : gQuantMatMulOps)
       if (error.empty()) error = failure(ort->CustomOpDomain_Add(domain, &def.op));
     if (!error.empty()) return error;
     attentionDomain = domain;
@@ -980,6 +1112,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("keepSmallPages", Napi::Function::New(env, KeepSmallPages, "keepSmallPages"));
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
   exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
+  // Whether ortserve.BlockQuantMatMul runs its AVX-512 VNNI kernel here: the graph rewrite only
+  // replaces MatMulNBits where it does (its scalar loop is for correctness, not speed).
+  exports.Set("blockQuantMatMulAccelerated", Napi::Boolean::New(env, ortserve::BlockQuantMatMulAccelerated()));
   exports.Set("Session", Session::Define(env));
   return exports;
 }

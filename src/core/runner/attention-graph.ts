@@ -26,6 +26,8 @@ export const ATTENTION_OP_HALF = "CachedAttentionHalf";
 export interface AttentionGraphOptions {
   /** Keep the KV cache in float16: past_key_values.* and present.* become float16 tensors. */
   halfCache?: boolean;
+  /** Replace MatMulNBits with ortserve's BlockQuantMatMul (epilogue-graph.ts). */
+  quantMatMul?: boolean;
 }
 
 const FLOAT = 1;
@@ -137,7 +139,7 @@ export function withCachedAttention(
       replaced++;
       return lengthDelimited(1, node);
     });
-    const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN);
+    const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN, { quantMatMul: opts.quantMatMul });
     fused += fusion.fused;
     parts.push(lengthDelimited(7, fusion.graph));
   }
@@ -158,7 +160,7 @@ export function cachedAttentionModel(
 ): string | undefined {
   const rewritten = withCachedAttention(readFileSync(modelPath), opts);
   if (!rewritten) return undefined;
-  const suffix = opts.halfCache ? "cached-attention-f16" : "cached-attention";
+  const suffix = `cached-attention${opts.halfCache ? "-f16" : ""}${opts.quantMatMul ? "-bq" : ""}`;
   const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.${suffix}.onnx`);
   try {
     if (existsSync(target) && Buffer.from(rewritten).equals(readFileSync(target))) return target;

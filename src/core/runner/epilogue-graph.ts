@@ -29,6 +29,10 @@ import {
 export const BLOCK_OFFSET_OP = "BlockOffsetAdd";
 export const SWIGLU_OP = "SwiGlu";
 export const BLOCK_OFFSET_SWIGLU_OP = "BlockOffsetSwiGlu";
+export const QUANT_MATMUL_OP = "BlockQuantMatMul";
+export const QUANT_MATMUL_OFFSET_OP = "BlockQuantMatMulOffset";
+export const QUANT_MATMUL_SWIGLU_OP = "BlockQuantMatMulSwiGlu";
+export const QUANT_MATMUL_OFFSET_SWIGLU_OP = "BlockQuantMatMulOffsetSwiGlu";
 
 interface Node {
   opType: string;
@@ -73,6 +77,17 @@ function splitsLastAxis(split: Node): boolean {
     const i = fs.find((f) => f.number === 3);
     return i !== undefined && i.raw.length === minusOne.length && i.raw.every((b, k) => b === minusOne[k]);
   });
+}
+
+/** A node's int attribute (AttributeProto name 1, i 3), when set and small and non-negative. */
+function intAttribute(node: Node, name: string): number | undefined {
+  for (const a of node.attributes) {
+    const fs = fields(a);
+    if (text(fs.find((f) => f.number === 1)?.payload) !== name) continue;
+    const i = fs.find((f) => f.number === 3);
+    return i ? readVarint(i.raw, 1)[0] : undefined;
+  }
+  return undefined;
 }
 
 /** A TensorProto's int64 values (int64_data 7, packed, or raw_data 9), small non-negative ones only. */
@@ -131,6 +146,11 @@ class GraphEdit {
     if (i === undefined || this.removed.has(i)) return undefined;
     const n = this.replaced.get(i) ?? this.nodes[i];
     return n ? [n, i] : undefined;
+  }
+
+  /** Node i as edited so far; undefined when removed. */
+  current(i: number): Node | undefined {
+    return this.removed.has(i) ? undefined : (this.replaced.get(i) ?? this.nodes[i]);
   }
 
   readCount(tensor: string): number {
@@ -249,15 +269,60 @@ function fuseSwiGlu(g: GraphEdit, domain: string): number {
   return fused;
 }
 
+/** The BlockQuantMatMul form that stands for a MatMulNBits followed by `epilogue`. */
+const QUANT_MATMUL_WITH: Record<string, string> = {
+  [BLOCK_OFFSET_OP]: QUANT_MATMUL_OFFSET_OP,
+  [SWIGLU_OP]: QUANT_MATMUL_SWIGLU_OP,
+  [BLOCK_OFFSET_SWIGLU_OP]: QUANT_MATMUL_OFFSET_SWIGLU_OP,
+};
+
+/**
+ * MatMulNBits with block 32, 4 or 8 bits and the default zero points becomes BlockQuantMatMul,
+ * and with the epilogue node after it (read by nothing else) one BlockQuantMatMul form: the
+ * offset term's block-sum rows are then skipped, and a SwiGLU's gate and up never leave the kernel.
+ */
+function fuseQuantMatMul(g: GraphEdit, domain: string): number {
+  let fused = 0;
+  const quantizable = (n: Node | undefined): n is Node =>
+    n?.opType === "MatMulNBits" &&
+    n.domain === "com.microsoft" &&
+    n.inputs.length === 3 &&
+    intAttribute(n, "block_size") === 32 &&
+    [4, 8].includes(intAttribute(n, "bits") ?? 0);
+  g.nodes.forEach((_, i) => {
+    const epilogue = g.current(i);
+    const opType = epilogue?.domain === domain ? QUANT_MATMUL_WITH[epilogue.opType] : undefined;
+    if (!epilogue || !opType) return;
+    const projection = epilogue.inputs[0]!;
+    const [mm, mi] = g.producerOf(projection) ?? [];
+    if (!quantizable(mm) || g.readCount(projection) !== 1) return;
+    g.remove(mi!);
+    g.replace(i, { ...epilogue, opType, inputs: [...mm.inputs, ...epilogue.inputs.slice(1)] });
+    fused++;
+  });
+  g.nodes.forEach((_, i) => {
+    const mm = g.current(i);
+    if (!quantizable(mm)) return;
+    g.replace(i, { ...mm, opType: QUANT_MATMUL_OP, domain, attributes: [] });
+    fused++;
+  });
+  return fused;
+}
+
 /**
  * The GraphProto with every offset subgraph and SwiGLU fused, and how many nodes were made; the
  * graph unchanged (and 0) when it has neither. Initializers only removed nodes read (the Split
  * sizes) go with them.
  */
-export function fuseEpilogues(graph: Uint8Array, domain: string): { graph: Uint8Array; fused: number } {
+export function fuseEpilogues(
+  graph: Uint8Array,
+  domain: string,
+  opts: { quantMatMul?: boolean } = {},
+): { graph: Uint8Array; fused: number } {
   const g = new GraphEdit(graph);
   fuseOffsets(g, domain);
   fuseSwiGlu(g, domain);
+  if (opts.quantMatMul) fuseQuantMatMul(g, domain);
   if (g.edits === 0) return { graph, fused: 0 };
   return { graph: g.encode(), fused: g.edits };
 }

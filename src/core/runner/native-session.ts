@@ -72,6 +72,8 @@ interface SessionAddon {
   readonly apiVersion: number;
   /** madvise(MADV_NOHUGEPAGE) over the array's whole pages: the advised [start, end), or undefined. */
   keepSmallPages(array: ArrayBufferView): [number, number] | undefined;
+  /** Whether ortserve.BlockQuantMatMul runs its vector kernel on this CPU (AVX-512 VNNI). */
+  readonly blockQuantMatMulAccelerated: boolean;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
   Session: new (
@@ -343,6 +345,11 @@ const ADDON = "../../../native/build/Release/ortserve_session.node";
 export interface NativeSessions {
   /** ONNX Runtime's version, as the loaded library reports it. */
   readonly version: string;
+  /**
+   * Whether sessions replace MatMulNBits with ortserve's BlockQuantMatMul (this CPU has AVX-512
+   * VNNI and ORTSERVE_BLOCK_QUANT_MATMUL is not 0).
+   */
+  readonly blockQuantMatMul: boolean;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
   /**
    * Keeps transparent huge pages away from the array's memory (Linux; undefined elsewhere or when
@@ -372,13 +379,15 @@ function load(): NativeSessions | undefined {
     );
     return undefined;
   }
+  const quantMatMul = addon.blockQuantMatMulAccelerated && process.env.ORTSERVE_BLOCK_QUANT_MATMUL !== "0";
   return {
     version,
+    blockQuantMatMul: quantMatMul,
     keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
       const rewritten = wanted
-        ? cachedAttentionModel(modelPath, { halfCache: kvCacheDtype === "float16" })
+        ? cachedAttentionModel(modelPath, { halfCache: kvCacheDtype === "float16", quantMatMul })
         : undefined;
       const session = new addon.Session(
         rewritten ?? modelPath,

@@ -1,0 +1,317 @@
+// See block-quant-matmul.h. A block of the packed layout holds, for 16 output columns, 32 inputs'
+// quants as 64-byte chunks whose 32-bit lane o holds 4 consecutive quants of column o: the layout
+// VPDPBUSD multiplies by 4 broadcast int8 inputs. 8-bit quants take 8 chunks (chunk g: inputs
+// 4g..4g+3); 4-bit ones 4, chunk i holding inputs 8i..8i+3 in its low nibbles and 8i+4..8i+7 in
+// its high ones. Work items are output tiles; each runs its rows in groups of up to 8, so a
+// tile's unpacked quants serve 8 rows from registers.
+#include "block-quant-matmul.h"
+
+#include "projection-epilogue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define ORTSERVE_BQ_AVX512 1
+#include <immintrin.h>
+#endif
+
+namespace ortserve {
+namespace {
+
+constexpr int kTile = 16;
+constexpr int kBlock = 32;
+constexpr int kRowGroup = 8;
+// Below this many multiply-adds a projection runs on the calling thread.
+constexpr int64_t kParallelWork = 1 << 18;
+// Rows quantized per work item when a long prompt's rows are spread over the threads.
+constexpr int64_t kQuantizeRows = 64;
+
+bool DetectAvx512Vnni() {
+#ifdef ORTSERVE_BQ_AVX512
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+const bool gAvx512Vnni = DetectAvx512Vnni();
+
+// x's rows, each block of 32 as int8 quants with its scale, the sum of its quants and scale * sum.
+struct QuantizedRows {
+  std::vector<int8_t> quants;
+  std::vector<float> scale;
+  std::vector<int32_t> sum;
+  std::vector<float> scaledSum;
+};
+
+void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) {
+  float amax = 0.0f;
+  for (int j = 0; j < kBlock; j++) amax = std::max(amax, std::fabs(x[j]));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  int32_t s = 0;
+  for (int j = 0; j < kBlock; j++) {
+    const float t = x[j] * inv;
+    // NaN lands on -127, as the vector path's saturating convert and clamp put it.
+    const int v = t >= -127.0f && t <= 127.0f ? static_cast<int>(std::nearbyint(t)) : (t > 0.0f ? 127 : -127);
+    q[j] = static_cast<int8_t>(v);
+    s += v;
+  }
+  *scale = amax / 127.0f;
+  *sum = s;
+}
+
+#ifdef ORTSERVE_BQ_AVX512
+#define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum) {
+  const __m512 a = _mm512_loadu_ps(x);
+  const __m512 b = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+  const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+  const __m512i lo = _mm512_set1_epi32(-127);
+  const __m512i hi = _mm512_set1_epi32(127);
+  // Round to nearest even (the default rounding mode), as nearbyint in the scalar path.
+  const __m512i qa = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(a, inv)), lo), hi);
+  const __m512i qb = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(b, inv)), lo), hi);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
+  *scale = amax / 127.0f;
+  *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+}
+
+// Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
+template <int R, int Bits, bool Offsets>
+ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
+                                     float* dst, int64_t stride, int count) {
+  const int blocks = w.blocks();
+  const int k = w.k();
+  constexpr int zero = Bits == 4 ? 8 : 128;
+  const __m512i lowNibbles = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  for (int b = 0; b < blocks; b++) {
+    const uint8_t* block = w.block(tile, b);
+    __m512i quants[8];
+    if constexpr (Bits == 4) {
+      for (int i = 0; i < 4; i++) {
+        const __m512i v = _mm512_load_si512(block + 64 * i);
+        quants[2 * i] = _mm512_and_si512(v, lowNibbles);
+        quants[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles);
+      }
+    } else {
+      for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
+    }
+    const __m512 scales = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64));
+    for (int r = 0; r < R; r++) {
+      const int64_t at = (row0 + r) * blocks + b;
+      const int32_t* xq = reinterpret_cast<const int32_t*>(x.quants.data() + (row0 + r) * k + b * kBlock);
+      __m512i dot = _mm512_set1_epi32(-zero * x.sum[at]);
+      for (int g = 0; g < 8; g++) dot = _mm512_dpbusd_epi32(dot, quants[g], _mm512_set1_epi32(xq[g]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scales, _mm512_set1_ps(x.scale[at])), acc[r]);
+      if constexpr (Offsets) {
+        const __m512 offsets = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64));
+        acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(x.scaledSum[at]), acc[r]);
+      }
+    }
+  }
+  const __mmask16 mask = count == kTile ? 0xffff : static_cast<__mmask16>((1u << count) - 1);
+  for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(dst + r * stride, mask, acc[r]);
+}
+
+template <int Bits, bool Offsets>
+void TileRowsAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
+                    float* dst, int64_t stride, int count) {
+  switch (rows) {
+    case 1: return TileAvx512<1, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 2: return TileAvx512<2, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 3: return TileAvx512<3, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 4: return TileAvx512<4, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 5: return TileAvx512<5, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 6: return TileAvx512<6, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 7: return TileAvx512<7, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    default: return TileAvx512<8, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+  }
+}
+#endif
+
+// Quant of input j (of 32) for lane (column) `lane` of a packed block.
+int QuantAt(const uint8_t* block, int bits, int lane, int j) {
+  if (bits == 8) return block[64 * (j / 4) + 4 * lane + j % 4];
+  const int within = j % 8;
+  const uint8_t byte = block[64 * (j / 8) + 4 * lane + within % 4];
+  return within < 4 ? (byte & 15) : (byte >> 4);
+}
+
+void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
+                    float* dst, int64_t stride, int count) {
+  const int blocks = w.blocks();
+  const int zero = w.bits() == 4 ? 8 : 128;
+  for (int r = 0; r < rows; r++)
+    for (int lane = 0; lane < count; lane++) {
+      float acc = 0.0f;
+      for (int b = 0; b < blocks; b++) {
+        const uint8_t* block = w.block(tile, b);
+        const int64_t at = (row0 + r) * blocks + b;
+        const int8_t* xq = x.quants.data() + (row0 + r) * w.k() + b * kBlock;
+        int32_t dot = -zero * x.sum[at];
+        for (int j = 0; j < kBlock; j++) dot += QuantAt(block, w.bits(), lane, j) * xq[j];
+        const float scale = reinterpret_cast<const float*>(block + w.quantBytes())[lane];
+        acc = std::fma(static_cast<float>(dot), scale * x.scale[at], acc);
+        if (w.hasOffsets()) {
+          const float offset = reinterpret_cast<const float*>(block + w.quantBytes() + 64)[lane];
+          acc = std::fma(offset, x.scaledSum[at], acc);
+        }
+      }
+      dst[r * stride + lane] = acc;
+    }
+}
+
+// Rows [row0, row0 + rows) (at most kRowGroup) of the tile's columns to dst, rows `stride` apart.
+void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
+              int64_t stride) {
+  const int count = std::min(kTile, w.n() - tile * kTile);
+#ifdef ORTSERVE_BQ_AVX512
+  if (gAvx512Vnni) {
+    if (w.bits() == 4)
+      return w.hasOffsets() ? TileRowsAvx512<4, true>(w, tile, x, row0, rows, dst, stride, count)
+                            : TileRowsAvx512<4, false>(w, tile, x, row0, rows, dst, stride, count);
+    return w.hasOffsets() ? TileRowsAvx512<8, true>(w, tile, x, row0, rows, dst, stride, count)
+                          : TileRowsAvx512<8, false>(w, tile, x, row0, rows, dst, stride, count);
+  }
+#endif
+  TileRowsScalar(w, tile, x, row0, rows, dst, stride, count);
+}
+
+void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRows& x) {
+  const int blocks = k / kBlock;
+  for (int64_t r = from; r < to; r++)
+    for (int b = 0; b < blocks; b++) {
+      const int64_t at = r * blocks + b;
+      const float* src = in + r * k + b * kBlock;
+      int8_t* q = x.quants.data() + r * k + b * kBlock;
+#ifdef ORTSERVE_BQ_AVX512
+      if (gAvx512Vnni)
+        QuantizeBlockAvx512(src, q, &x.scale[at], &x.sum[at]);
+      else
+#endif
+        QuantizeBlockScalar(src, q, &x.scale[at], &x.sum[at]);
+      x.scaledSum[at] = x.scale[at] * static_cast<float>(x.sum[at]);
+    }
+}
+
+}  // namespace
+
+PackedBlockQuantWeight::~PackedBlockQuantWeight() { std::free(data_); }
+
+const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
+                                         int k, int bits) {
+  if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
+  if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
+  std::free(data_);
+  n_ = n;
+  k_ = k;
+  bits_ = bits;
+  hasOffsets_ = offsets != nullptr;
+  const size_t bytes = static_cast<size_t>(tiles()) * blocks() * blockStride();
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  if (data_ == nullptr) return "out of memory packing the weights";
+  std::memset(data_, 0, bytes);
+  const int blockBytes = kBlock * bits / 8;
+  for (int t = 0; t < tiles(); t++)
+    for (int b = 0; b < blocks(); b++) {
+      uint8_t* block = data_ + (static_cast<size_t>(t) * blocks() + b) * blockStride();
+      float* blockScales = reinterpret_cast<float*>(block + quantBytes());
+      for (int lane = 0; lane < kTile && t * kTile + lane < n; lane++) {
+        const int64_t column = t * kTile + lane;
+        const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
+        for (int j = 0; j < kBlock; j++) {
+          if (bits == 8) {
+            block[64 * (j / 4) + 4 * lane + j % 4] = src[j];
+          } else {
+            const int q = j % 2 == 0 ? (src[j / 2] & 15) : (src[j / 2] >> 4);
+            const int within = j % 8;
+            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
+          }
+        }
+        blockScales[lane] = scales[column * blocks() + b];
+        if (offsets != nullptr)
+          reinterpret_cast<float*>(block + quantBytes() + 64)[lane] = offsets[static_cast<int64_t>(b) * n + column];
+      }
+    }
+  return nullptr;
+}
+
+bool BlockQuantMatMulAccelerated() { return gAvx512Vnni; }
+
+void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, bool swiglu, float* out,
+                      const ParallelFor& parallelFor) {
+  if (rows <= 0) return;
+  if (swiglu && (w.n() / 2) % kTile != 0) {
+    const int n = w.n();
+    // Halves that do not split into whole tiles: the projection, then the SwiGLU row by row.
+    thread_local std::vector<float> projection;
+    projection.resize(static_cast<size_t>(rows) * n);
+    BlockQuantMatMul(w, in, rows, false, projection.data(), parallelFor);
+    for (int64_t r = 0; r < rows; r++) {
+      float* p = projection.data() + r * n;
+      SwiGluInPlace(p, p + n / 2, n / 2);
+      std::memcpy(out + r * (n / 2), p, sizeof(float) * (n / 2));
+    }
+    return;
+  }
+  // Reused across calls: a decode step's projections run one after another on this thread.
+  thread_local QuantizedRows x;
+  const int k = w.k();
+  const size_t blockCount = static_cast<size_t>(rows) * w.blocks();
+  if (x.quants.size() < static_cast<size_t>(rows) * k) x.quants.resize(static_cast<size_t>(rows) * k);
+  if (x.scale.size() < blockCount) {
+    x.scale.resize(blockCount);
+    x.sum.resize(blockCount);
+    x.scaledSum.resize(blockCount);
+  }
+  QuantizedRows& quantized = x;
+  const bool parallel = rows * static_cast<int64_t>(w.n()) * k >= kParallelWork;
+  if (parallel && rows > kQuantizeRows) {
+    const int64_t items = (rows + kQuantizeRows - 1) / kQuantizeRows;
+    parallelFor(static_cast<size_t>(items), [&](size_t item) {
+      const int64_t from = static_cast<int64_t>(item) * kQuantizeRows;
+      QuantizeRows(in, from, std::min(rows, from + kQuantizeRows), k, quantized);
+    });
+  } else {
+    QuantizeRows(in, 0, rows, k, quantized);
+  }
+  const int n = w.n();
+  // With swiglu, item t is gate tile t and up tile t + half, each computed into a small buffer;
+  // only silu(gate) * up is written out.
+  const int halfTiles = n / 2 / kTile;
+  auto runTile = [&](size_t item) {
+    const int tile = static_cast<int>(item);
+    for (int64_t row0 = 0; row0 < rows; row0 += kRowGroup) {
+      const int group = static_cast<int>(std::min<int64_t>(kRowGroup, rows - row0));
+      if (!swiglu) {
+        TileRows(w, tile, quantized, row0, group, out + row0 * n + tile * kTile, n);
+        continue;
+      }
+      alignas(64) float gate[kRowGroup][kTile];
+      alignas(64) float up[kRowGroup][kTile];
+      TileRows(w, tile, quantized, row0, group, gate[0], kTile);
+      TileRows(w, tile + halfTiles, quantized, row0, group, up[0], kTile);
+      for (int r = 0; r < group; r++) {
+        SwiGluInPlace(gate[r], up[r], kTile);
+        std::memcpy(out + (row0 + r) * (n / 2) + tile * kTile, gate[r], sizeof gate[r]);
+      }
+    }
+  };
+  const int items = swiglu ? halfTiles : w.tiles();
+  if (parallel)
+    parallelFor(static_cast<size_t>(items), runTile);
+  else
+    for (int t = 0; t < items; t++) runTile(static_cast<size_t>(t));
+}
+
+}  // namespace ortserve
