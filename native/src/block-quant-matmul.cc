@@ -41,12 +41,49 @@ bool DetectAvx512Vnni() {
 }
 const bool gAvx512Vnni = DetectAvx512Vnni();
 
-// x's rows, each block of 32 as int8 quants with its scale, the sum of its quants and scale * sum.
-struct QuantizedRows {
-  std::vector<int8_t> quants;
-  std::vector<float> scale;
-  std::vector<int32_t> sum;
-  std::vector<float> scaledSum;
+// What the kernel needs of one row's block besides its quants: the dot product's starting value
+// for each zero point (-zero point * sum of the quants), the block's scale and scale * sum.
+struct BlockMeta {
+  int32_t start4;
+  int32_t start8;
+  float scale;
+  float scaledSum;
+};
+static_assert(sizeof(BlockMeta) == 16, "BlockMeta is read as 16 bytes a row");
+
+// x's rows quantized, laid out for the kernel: rows in groups of kRowGroup (the last may be
+// shorter), and within a group block by block: the group's rows' 32 quants, then their BlockMetas.
+// A row group's block is one contiguous run, reached from one pointer.
+class QuantizedRows {
+ public:
+  void Reset(int64_t rows, int k) {
+    rows_ = rows;
+    blocks_ = k / kBlock;
+    const size_t bytes = static_cast<size_t>(rows) * blocks_ * kRowBytes;
+    if (bytes > data_.size()) data_.resize(bytes);
+  }
+  // Rows of the group starting at row0 (a multiple of kRowGroup).
+  int GroupRows(int64_t row0) const { return static_cast<int>(std::min<int64_t>(kRowGroup, rows_ - row0)); }
+  // The group's block b: GroupRows(row0) x 32 quants, then as many BlockMetas.
+  const uint8_t* Block(int64_t row0, int b) const { return data_.data() + Offset(row0, b); }
+  int8_t* Quants(int64_t row, int b) {
+    const int64_t row0 = row / kRowGroup * kRowGroup;
+    return reinterpret_cast<int8_t*>(data_.data() + Offset(row0, b) + (row - row0) * kBlock);
+  }
+  BlockMeta* Meta(int64_t row, int b) {
+    const int64_t row0 = row / kRowGroup * kRowGroup;
+    uint8_t* block = data_.data() + Offset(row0, b);
+    return reinterpret_cast<BlockMeta*>(block + GroupRows(row0) * kBlock) + (row - row0);
+  }
+
+ private:
+  static constexpr int kRowBytes = kBlock + static_cast<int>(sizeof(BlockMeta));
+  size_t Offset(int64_t row0, int b) const {
+    return (static_cast<size_t>(row0) * blocks_ + static_cast<size_t>(b) * GroupRows(row0)) * kRowBytes;
+  }
+  std::vector<uint8_t> data_;
+  int64_t rows_ = 0;
+  int blocks_ = 0;
 };
 
 void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) {
@@ -89,8 +126,6 @@ template <int R, int Bits, bool Offsets>
 ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                      float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
-  const int k = w.k();
-  constexpr int zero = Bits == 4 ? 8 : 128;
   const __m512i lowNibbles = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
@@ -107,15 +142,27 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
     }
     const __m512 scales = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64));
+    const uint8_t* xBlock = x.Block(row0, b);
+    const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock);
+    const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + R * kBlock);
+    // The rows' dot products interleaved, each split into two chains when there are few rows:
+    // independent VPDPBUSDs to overlap (one chain of 8 waits on each result in turn).
+    constexpr int kChains = R < 4 ? 2 : 1;
+    __m512i dot[R][kChains];
     for (int r = 0; r < R; r++) {
-      const int64_t at = (row0 + r) * blocks + b;
-      const int32_t* xq = reinterpret_cast<const int32_t*>(x.quants.data() + (row0 + r) * k + b * kBlock);
-      __m512i dot = _mm512_set1_epi32(-zero * x.sum[at]);
-      for (int g = 0; g < 8; g++) dot = _mm512_dpbusd_epi32(dot, quants[g], _mm512_set1_epi32(xq[g]));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scales, _mm512_set1_ps(x.scale[at])), acc[r]);
+      dot[r][0] = _mm512_set1_epi32(Bits == 4 ? meta[r].start4 : meta[r].start8);
+      if constexpr (kChains == 2) dot[r][1] = _mm512_setzero_si512();
+    }
+    for (int g = 0; g < 8; g++)
+      for (int r = 0; r < R; r++)
+        dot[r][g % kChains] = _mm512_dpbusd_epi32(dot[r][g % kChains], quants[g], _mm512_set1_epi32(xq[r * 8 + g]));
+    for (int r = 0; r < R; r++) {
+      __m512i d = dot[r][0];
+      if constexpr (kChains == 2) d = _mm512_add_epi32(d, dot[r][1]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(scales, _mm512_set1_ps(meta[r].scale)), acc[r]);
       if constexpr (Offsets) {
         const __m512 offsets = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64));
-        acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(x.scaledSum[at]), acc[r]);
+        acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(meta[r].scaledSum), acc[r]);
       }
     }
   }
@@ -150,21 +197,20 @@ int QuantAt(const uint8_t* block, int bits, int lane, int j) {
 void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                     float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
-  const int zero = w.bits() == 4 ? 8 : 128;
   for (int r = 0; r < rows; r++)
     for (int lane = 0; lane < count; lane++) {
       float acc = 0.0f;
       for (int b = 0; b < blocks; b++) {
         const uint8_t* block = w.block(tile, b);
-        const int64_t at = (row0 + r) * blocks + b;
-        const int8_t* xq = x.quants.data() + (row0 + r) * w.k() + b * kBlock;
-        int32_t dot = -zero * x.sum[at];
+        const int8_t* xq = reinterpret_cast<const int8_t*>(x.Block(row0, b)) + r * kBlock;
+        const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
+        int32_t dot = w.bits() == 4 ? meta.start4 : meta.start8;
         for (int j = 0; j < kBlock; j++) dot += QuantAt(block, w.bits(), lane, j) * xq[j];
         const float scale = reinterpret_cast<const float*>(block + w.quantBytes())[lane];
-        acc = std::fma(static_cast<float>(dot), scale * x.scale[at], acc);
+        acc = std::fma(static_cast<float>(dot), scale * meta.scale, acc);
         if (w.hasOffsets()) {
           const float offset = reinterpret_cast<const float*>(block + w.quantBytes() + 64)[lane];
-          acc = std::fma(offset, x.scaledSum[at], acc);
+          acc = std::fma(offset, meta.scaledSum, acc);
         }
       }
       dst[r * stride + lane] = acc;
@@ -191,16 +237,18 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
   const int blocks = k / kBlock;
   for (int64_t r = from; r < to; r++)
     for (int b = 0; b < blocks; b++) {
-      const int64_t at = r * blocks + b;
       const float* src = in + r * k + b * kBlock;
-      int8_t* q = x.quants.data() + r * k + b * kBlock;
+      BlockMeta* meta = x.Meta(r, b);
+      int32_t sum = 0;
 #ifdef ORTSERVE_BQ_AVX512
       if (gAvx512Vnni)
-        QuantizeBlockAvx512(src, q, &x.scale[at], &x.sum[at]);
+        QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
       else
 #endif
-        QuantizeBlockScalar(src, q, &x.scale[at], &x.sum[at]);
-      x.scaledSum[at] = x.scale[at] * static_cast<float>(x.sum[at]);
+        QuantizeBlockScalar(src, x.Quants(r, b), &meta->scale, &sum);
+      meta->start4 = -8 * sum;
+      meta->start8 = -128 * sum;
+      meta->scaledSum = meta->scale * static_cast<float>(sum);
     }
 }
 
@@ -267,13 +315,7 @@ void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t 
   // Reused across calls: a decode step's projections run one after another on this thread.
   thread_local QuantizedRows x;
   const int k = w.k();
-  const size_t blockCount = static_cast<size_t>(rows) * w.blocks();
-  if (x.quants.size() < static_cast<size_t>(rows) * k) x.quants.resize(static_cast<size_t>(rows) * k);
-  if (x.scale.size() < blockCount) {
-    x.scale.resize(blockCount);
-    x.sum.resize(blockCount);
-    x.scaledSum.resize(blockCount);
-  }
+  x.Reset(rows, k);
   QuantizedRows& quantized = x;
   const bool parallel = rows * static_cast<int64_t>(w.n()) * k >= kParallelWork;
   if (parallel && rows > kQuantizeRows) {
