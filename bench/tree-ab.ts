@@ -7,7 +7,9 @@
  *   git worktree add /tmp/before <commit> && (cd /tmp/before && npm run build:native)
  *   for i in 1 2 3; do node bench/tree-ab.ts --root /tmp/before; node bench/tree-ab.ts; done
  *
- *   node bench/tree-ab.ts [--root <dir>] [--runs 3] [--only single,at100,at1500,streams16]
+ *   node bench/tree-ab.ts [--root <dir>] [--runs 3] [--only single,at100,at1500,streams16,prefill1024]
+ *
+ * prefill1024 is the time to the first token of a 1,024-token prompt, in ms; the rest are tok/s.
  */
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -63,6 +65,10 @@ if (only.has("at100"))
   out.at100 = await repeat(async () => (await timed(engine, greedy(text.slice(0, 100), 128))).decodeRate);
 if (only.has("at1500"))
   out.at1500 = await repeat(async () => (await timed(engine, greedy(text.slice(0, 1500), 128))).decodeRate);
+if (only.has("prefill1024"))
+  out.prefill1024 = await repeat(
+    async () => (await timed(engine, greedy(text.slice(0, 1024), 1))).ttft * 1000,
+  );
 if (only.has("streams16"))
   out.streams16 = await repeat(async () => {
     const t0 = nowSeconds();
