@@ -242,22 +242,34 @@ async function http(prompts: string[]) {
     rmSync(tmp, { recursive: true, force: true });
   }
   log(`ortserve HTTP 16 streams: ${ortserveHttp.tokensPerSecond.toFixed(1)} tok/s`);
-  if (args["skip-llama-server"]) return { ortserve: ortserveHttp, llamaServer: undefined };
+  if (args["skip-llama-server"])
+    return { ortserve: ortserveHttp, llamaServer: undefined, llamaServerFailures: [] as string[] };
   // llama-server: 16 slots of 512 tokens (prompt + 128 new fit), its prompt cache off; 1 and 2 threads.
   let best: (Awaited<ReturnType<typeof measure>> & { threads: number }) | undefined;
   const byThreads: Record<number, number> = {};
+  // A peer's failure is reported, not fatal: the rest of the table still stands.
+  const failures: string[] = [];
   for (const threads of [1, 2]) {
-    const llama = await startLlamaServer({ gguf: GGUF, parallel: 16, ctxSize: 16 * 512, threads });
     try {
-      const m = await measure(llama.baseURL, "none", () => ({ cache_prompt: false }));
-      byThreads[threads] = m.tokensPerSecond;
-      log(`llama-server ${threads} threads, 16 streams: ${m.tokensPerSecond.toFixed(1)} tok/s`);
-      if (!best || m.tokensPerSecond > best.tokensPerSecond) best = { ...m, threads };
-    } finally {
-      await llama.stop();
+      const llama = await startLlamaServer({ gguf: GGUF, parallel: 16, ctxSize: 16 * 512, threads });
+      try {
+        const m = await measure(llama.baseURL, "none", () => ({ cache_prompt: false }));
+        byThreads[threads] = m.tokensPerSecond;
+        log(`llama-server ${threads} threads, 16 streams: ${m.tokensPerSecond.toFixed(1)} tok/s`);
+        if (!best || m.tokensPerSecond > best.tokensPerSecond) best = { ...m, threads };
+      } finally {
+        await llama.stop();
+      }
+    } catch (error) {
+      failures.push(`${threads} threads: ${(error as Error).message}`);
+      log(`llama-server ${threads} threads failed: ${(error as Error).message}`);
     }
   }
-  return { ortserve: ortserveHttp, llamaServer: { ...best!, byThreads } };
+  return {
+    ortserve: ortserveHttp,
+    llamaServer: best ? { ...best, byThreads } : undefined,
+    llamaServerFailures: failures,
+  };
 }
 
 interface Target {
@@ -403,7 +415,11 @@ async function main(): Promise<void> {
       6,
       "HTTP 16 streams vs llama-server",
       fmt(web.ortserve.tokensPerSecond),
-      web.llamaServer ? `${fmt(web.llamaServer.tokensPerSecond)} (${web.llamaServer.threads} thr)` : "-",
+      web.llamaServer
+        ? `${fmt(web.llamaServer.tokensPerSecond)} (${web.llamaServer.threads} thr)`
+        : web.llamaServerFailures?.length
+          ? "failed (see log)"
+          : "-",
       web.llamaServer && web.ortserve.tokensPerSecond / web.llamaServer.tokensPerSecond,
       "> 1x",
       web.llamaServer && web.ortserve.tokensPerSecond > web.llamaServer.tokensPerSecond,
