@@ -9,6 +9,7 @@
 #include "projection-epilogue.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,8 @@ bool DetectAvx512Vnni() {
 #endif
 }
 const bool gAvx512Vnni = DetectAvx512Vnni();
+// The vector kernel in use (tests turn it off to hold the portable loop to it).
+std::atomic<bool> gVector{gAvx512Vnni};
 
 // What the kernel needs of one row's block besides its quants: the dot product's starting value
 // for each zero point (-zero point * sum of the quants), the block's scale and scale * sum.
@@ -222,7 +225,7 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
               int64_t stride) {
   const int count = std::min(kTile, w.n() - tile * kTile);
 #ifdef ORTSERVE_BQ_AVX512
-  if (gAvx512Vnni) {
+  if (gVector.load(std::memory_order_relaxed)) {
     if (w.bits() == 4)
       return w.hasOffsets() ? TileRowsAvx512<4, true>(w, tile, x, row0, rows, dst, stride, count)
                             : TileRowsAvx512<4, false>(w, tile, x, row0, rows, dst, stride, count);
@@ -241,7 +244,7 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
 #ifdef ORTSERVE_BQ_AVX512
-      if (gAvx512Vnni)
+      if (gVector.load(std::memory_order_relaxed))
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
       else
 #endif
@@ -295,6 +298,11 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
 }
 
 bool BlockQuantMatMulAccelerated() { return gAvx512Vnni; }
+
+bool SetBlockQuantMatMulSimd(bool on) {
+  gVector = on && gAvx512Vnni;
+  return gVector;
+}
 
 void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, bool swiglu, float* out,
                       const ParallelFor& parallelFor) {

@@ -60,6 +60,9 @@ class PackedBlockQuantWeight {
 
 // Whether this CPU runs the AVX-512 VNNI kernel (otherwise a scalar loop computes the same sums).
 bool BlockQuantMatMulAccelerated();
+// Turns the vector kernel off (or back on, where the CPU has it) for the whole process: tests hold
+// the portable loop to it. Returns whether it is now in use.
+bool SetBlockQuantMatMulSimd(bool on);
 
 // out [rows, n] = x [rows, k] times the weights; with swiglu (n even) the packed gate/up
 // projection's silu(gate) * up instead, out [rows, n / 2] (SwiGluInPlace's arithmetic).

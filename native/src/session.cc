@@ -1108,6 +1108,12 @@ Napi::Value KeepSmallPages(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// setBlockQuantMatMulSimd(on): whether BlockQuantMatMul's vector kernel is now in use.
+Napi::Value SetBlockQuantMatMulSimd(const Napi::CallbackInfo& info) {
+  const bool on = info.Length() > 0 && info[0].ToBoolean().Value();
+  return Napi::Boolean::New(info.Env(), ortserve::SetBlockQuantMatMulSimd(on));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("keepSmallPages", Napi::Function::New(env, KeepSmallPages, "keepSmallPages"));
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
@@ -1115,6 +1121,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // Whether ortserve.BlockQuantMatMul runs its AVX-512 VNNI kernel here: the graph rewrite only
   // replaces MatMulNBits where it does (its scalar loop is for correctness, not speed).
   exports.Set("blockQuantMatMulAccelerated", Napi::Boolean::New(env, ortserve::BlockQuantMatMulAccelerated()));
+  exports.Set("setBlockQuantMatMulSimd", Napi::Function::New(env, SetBlockQuantMatMulSimd, "setBlockQuantMatMulSimd"));
   exports.Set("Session", Session::Define(env));
   return exports;
 }

@@ -74,6 +74,8 @@ interface SessionAddon {
   keepSmallPages(array: ArrayBufferView): [number, number] | undefined;
   /** Whether ortserve.BlockQuantMatMul runs its vector kernel on this CPU (AVX-512 VNNI). */
   readonly blockQuantMatMulAccelerated: boolean;
+  /** Turns that kernel off (or back on) for the process; returns whether it is in use. */
+  setBlockQuantMatMulSimd(on: boolean): boolean;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
   Session: new (
@@ -350,6 +352,11 @@ export interface NativeSessions {
    * VNNI and ORTSERVE_BLOCK_QUANT_MATMUL is not 0).
    */
   readonly blockQuantMatMul: boolean;
+  /**
+   * BlockQuantMatMul's portable loop instead of its vector kernel (false), or back (true), for
+   * the whole process: for tests. Returns whether the vector kernel is in use.
+   */
+  setBlockQuantMatMulSimd(on: boolean): boolean;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
   /**
    * Keeps transparent huge pages away from the array's memory (Linux; undefined elsewhere or when
@@ -383,6 +390,7 @@ function load(): NativeSessions | undefined {
   return {
     version,
     blockQuantMatMul: quantMatMul,
+    setBlockQuantMatMulSimd: (on) => addon.setBlockQuantMatMulSimd(on),
     keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
