@@ -461,6 +461,7 @@ struct QuantMatMulOp {
 
 struct QuantMatMulKernel {
   ortserve::PackedBlockQuantWeight weight;
+  const char* name = nullptr;
   bool swiglu = false;
 };
 
@@ -511,6 +512,7 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
 OrtStatus* ORT_API_CALL QuantMatMulCreate(const OrtCustomOp* op, const OrtApi* api, const OrtKernelInfo* info,
                                           void** out) {
   auto* kernel = new QuantMatMulKernel();
+  kernel->name = QuantMatMulOf(op).name;
   kernel->swiglu = QuantMatMulOf(op).swiglu;
   std::string error = PackQuantMatMul(api, info, QuantMatMulOf(op).offsets, &kernel->weight);
   if (error.empty() && kernel->swiglu && kernel->weight.n() % 2 != 0) error = "the gate/up projection's width is odd";
@@ -545,9 +547,10 @@ std::string ComputeQuantMatMul(const QuantMatMulKernel& kernel, OrtKernelContext
 }
 
 OrtStatus* ORT_API_CALL QuantMatMulCompute(void* kernel, OrtKernelContext* context) {
-  std::string error = ComputeQuantMatMul(*static_cast<QuantMatMulKernel*>(kernel), context);
+  const auto& k = *static_cast<QuantMatMulKernel*>(kernel);
+  std::string error = ComputeQuantMatMul(k, context);
   if (error.empty()) return nullptr;
-  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("BlockQuantMatMul: " + error).c_str());
+  return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, (std::string(k.name) + ": " + error).c_str());
 }
 
 QuantMatMulOp MakeQuantMatMulOp(const char* name, bool offsets, bool swiglu) {
