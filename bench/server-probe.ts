@@ -97,13 +97,16 @@ export interface EngineGauges {
   abortsFreed: number;
   /** Most steps begun between an abort reaching an engine and its sequences being freed. */
   abortFreeStepsMax: number;
+  /** V8 heap in use: the main thread's, and the engine workers' together. */
+  mainHeapBytes: number;
+  engineHeapBytes: number;
 }
 
-/** The values of one metric's labelled series in a /metrics text. */
+/** The values of one metric's labelled series in a /metrics text (`name{label="prefix` narrows them). */
 function lines(text: string, name: string): number[] {
   return text
     .split("\n")
-    .filter((l) => l.startsWith(`${name}{`))
+    .filter((l) => l.startsWith(name.includes("{") ? name : `${name}{`))
     .map((l) => Number(l.split(" ").at(-1)));
 }
 
@@ -119,6 +122,8 @@ export async function engineGauges(url: string): Promise<EngineGauges> {
     steps: sum("ortserve_engine_steps_total"),
     abortsFreed: sum("ortserve_aborted_requests_freed_total"),
     abortFreeStepsMax: Math.max(0, ...lines(text, "ortserve_abort_free_steps_max")),
+    mainHeapBytes: sum('ortserve_heap_used_bytes{thread="main"'),
+    engineHeapBytes: sum('ortserve_heap_used_bytes{thread="engine-'),
   };
 }
 

@@ -3,7 +3,8 @@
  * them). Resident memory is grouped by what it belongs to: a file's mappings by path, [heap],
  * [stack], and anonymous memory by the 64 MiB-aligned window it lies in (glibc's malloc arenas
  * are 64 MiB-aligned 64 MiB regions, so each arena is one group; V8's heap pages and the KV
- * reservation span several). Prints the totals by kind and the groups that moved most.
+ * reservation span several). Prints the totals by kind, anonymous memory by mapping size (V8's
+ * heap pages are 256 KiB mappings of their own) and the groups that moved most.
  *
  *   node bench/smaps-diff.ts BEFORE AFTER [--top 20]
  */
@@ -101,4 +102,9 @@ function table(title: string, key: (m: Mapping) => string, top: number): void {
 }
 
 table("by kind", kindOf, 10);
+table(
+  "anonymous, by mapping size",
+  (m) => (m.path === "" ? `anon mappings of ${(m.end - m.start) / 1024} KiB` : "not anonymous"),
+  12,
+);
 table("by group", groupOf, Number(values.top));

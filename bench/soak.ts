@@ -82,6 +82,8 @@ interface Sample {
   openFds: number;
   running: number;
   kvMiB: number;
+  mainHeapMiB: number;
+  engineHeapMiB: number;
   tokensPerSecond: number;
 }
 
@@ -167,12 +169,15 @@ try {
         openFds: proc.openFds,
         running: g.running,
         kvMiB: g.kvBytes / MiB,
+        mainHeapMiB: g.mainHeapBytes / MiB,
+        engineHeapMiB: g.engineHeapBytes / MiB,
         tokensPerSecond: windowTokens / ((now - last) / 1000),
       });
       const s = samples.at(-1)!;
       console.log(
         `t=${s.atSeconds}s rss ${s.rssMiB.toFixed(0)} MiB, fds ${s.openFds}, running ${s.running}, ` +
-          `KV ${s.kvMiB.toFixed(1)} MiB, ${s.tokensPerSecond.toFixed(1)} tok/s`,
+          `KV ${s.kvMiB.toFixed(1)} MiB, V8 heap main ${s.mainHeapMiB.toFixed(1)} / engine ${s.engineHeapMiB.toFixed(1)} MiB, ` +
+          `${s.tokensPerSecond.toFixed(1)} tok/s`,
       );
       windowTokens = 0;
       last = now;
@@ -226,6 +231,13 @@ try {
   console.log(
     `RSS, mean of the first ${tenth} samples after warm-up ${startRss.toFixed(0)} MiB → last ${tenth} ${endRss.toFixed(0)} MiB ` +
       `(${((endRss / startRss - 1) * 100).toFixed(1)}%)`,
+  );
+  // Not a goal, a clue: whose JavaScript heap moved with the resident set.
+  const meanOf = (xs: Sample[], f: (s: Sample) => number) => xs.reduce((a, s) => a + f(s), 0) / xs.length;
+  console.log(
+    `V8 heap in use, means of the same tenths: main ${meanOf(afterWarm.slice(0, tenth), (s) => s.mainHeapMiB).toFixed(1)} → ` +
+      `${meanOf(afterWarm.slice(-tenth), (s) => s.mainHeapMiB).toFixed(1)} MiB, engine workers ` +
+      `${meanOf(afterWarm.slice(0, tenth), (s) => s.engineHeapMiB).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), (s) => s.engineHeapMiB).toFixed(1)} MiB`,
   );
   const startRate = meanRate(afterWarm.slice(0, tenth));
   const endRate = meanRate(afterWarm.slice(-tenth));

@@ -4,6 +4,7 @@
  */
 
 import type { Server } from "node:http";
+import { getHeapStatistics } from "node:v8";
 import type { TemplatePoolOptions } from "./chat/index.ts";
 import type { EngineStats } from "./core/step/engine-core.ts";
 import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
@@ -147,6 +148,13 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       metrics.admissionWaiting.set(admission.waiting);
       for (const [reason, n] of Object.entries(admission.refusals))
         metrics.admissionRefusals.setTotal(n, { reason });
+      const main = getHeapStatistics();
+      metrics.heapUsedBytes.set(main.used_heap_size, { thread: "main" });
+      metrics.heapTotalBytes.set(main.total_heap_size, { thread: "main" });
+      (await engine.heapStatistics()).forEach((h, i) => {
+        metrics.heapUsedBytes.set(h.usedBytes, { thread: `engine-${i}` });
+        metrics.heapTotalBytes.set(h.totalBytes, { thread: `engine-${i}` });
+      });
       const stats = (await engine.stats()) as Record<string, EngineStats>;
       for (const [key, s] of Object.entries(stats)) {
         const engine = (JSON.parse(key) as { modelDir: string }).modelDir;

@@ -389,6 +389,11 @@ export class Engine {
     return this.pool.stats();
   }
 
+  /** Each engine worker's V8 heap (bytes in use and committed), by worker index. */
+  heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
+    return this.pool.heapStatistics();
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.pool.close(), this.templates.close()]);
   }

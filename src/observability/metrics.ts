@@ -75,6 +75,8 @@ export class Metrics {
   readonly abortsFreed = new Counter();
   readonly jumpForwardTokens = new Counter();
   readonly abortFreeStepsMax = new Gauge();
+  readonly heapUsedBytes = new Gauge();
+  readonly heapTotalBytes = new Gauge();
 
   render(): string {
     const out: string[] = [];
@@ -170,6 +172,16 @@ export class Metrics {
       "ortserve_abort_free_steps_max",
       "Most engine steps begun after an abort reached the engine and before its sequences were freed (0: freed at the next step boundary).",
       this.abortFreeStepsMax,
+    );
+    gauge(
+      "ortserve_heap_used_bytes",
+      "V8 heap in use, per JavaScript thread (main: HTTP and scheduling; engine-N: engine worker N).",
+      this.heapUsedBytes,
+    );
+    gauge(
+      "ortserve_heap_total_bytes",
+      "V8 heap committed, per JavaScript thread (main; engine-N).",
+      this.heapTotalBytes,
     );
     return `${out.join("\n")}\n`;
   }

@@ -182,6 +182,23 @@ export class EnginePool {
     return slot.pool.run({ kind: "crash" } satisfies WorkerTask);
   }
 
+  /**
+   * Each engine worker's V8 heap, by worker index: bytes in use and committed. A worker that is
+   * gone or does not answer reports zeros.
+   */
+  async heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
+    return Promise.all(
+      this.slots.map(async (s) => {
+        try {
+          const h = await s.pool.threads[0]?.getHeapStatistics();
+          return { usedBytes: h?.used_heap_size ?? 0, totalBytes: h?.total_heap_size ?? 0 };
+        } catch {
+          return { usedBytes: 0, totalBytes: 0 };
+        }
+      }),
+    );
+  }
+
   get threads(): number {
     return this.slots.reduce((n, s) => n + s.pool.threads.length, 0);
   }
