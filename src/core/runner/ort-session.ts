@@ -70,19 +70,28 @@ export function kvCacheDtypeFor(format: ModelFormat): KvCacheDtype {
 
 /**
  * What runs attention for a format and in what precision the cache is kept: ortserve's kernel
- * (native session with the cached-attention graph) or ONNX Runtime's GroupQueryAttention (float32).
+ * (native session with the cached-attention graph) or ONNX Runtime's GroupQueryAttention (float32);
+ * and what multiplies the weights.
  */
 export function attentionRuntime(format: ModelFormat): {
   kernel: "ortserve" | "onnxruntime";
   kvCacheDtype: KvCacheDtype;
+  /** What multiplies the quantized weights (q4): ortserve's kernel or ONNX Runtime's MatMulNBits. */
+  projections: "ortserve.BlockQuantMatMul" | "MatMulNBits" | "MatMul";
 } {
   const ours =
     nativeSessions !== undefined &&
     process.env.ORTSERVE_NATIVE_SESSION !== "0" &&
     process.env.ORTSERVE_CACHED_ATTENTION !== "0";
+  const projections =
+    format !== "q4"
+      ? "MatMul"
+      : ours && nativeSessions?.blockQuantMatMul
+        ? "ortserve.BlockQuantMatMul"
+        : "MatMulNBits";
   return ours
-    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format) }
-    : { kernel: "onnxruntime", kvCacheDtype: "float32" };
+    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format), projections }
+    : { kernel: "onnxruntime", kvCacheDtype: "float32", projections };
 }
 
 /** Names of the decoder-with-past cache inputs and outputs (Optimum / transformers.js contract). */
