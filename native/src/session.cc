@@ -319,9 +319,21 @@ OrtStatus* ORT_API_CALL AttentionCompute(void* kernel, OrtKernelContext* context
   return ort->CreateStatus(ORT_RUNTIME_EXCEPTION, ("CachedAttention: " + error).c_str());
 }
 
-// An OrtCustomOp with what every ortserve operator shares: CPU, fixed inputs and outputs (none
-// optional or variadic), default memory. Each operator fills in its name, types and kernel.
-OrtCustomOp CpuOp() {
+// What each operator brings: its name, types and kernel.
+struct OpCallbacks {
+  decltype(OrtCustomOp::GetName) name;
+  decltype(OrtCustomOp::GetInputType) inputType;
+  decltype(OrtCustomOp::GetInputTypeCount) inputCount;
+  decltype(OrtCustomOp::GetOutputType) outputType;
+  decltype(OrtCustomOp::GetOutputTypeCount) outputCount;
+  decltype(OrtCustomOp::KernelDestroy) destroy;
+  decltype(OrtCustomOp::CreateKernelV2) create;
+  decltype(OrtCustomOp::KernelComputeV2) compute;
+};
+
+// An OrtCustomOp with what every ortserve operator shares (CPU, fixed inputs and outputs, none
+// optional or variadic, default memory) and the operator's own callbacks.
+OrtCustomOp CpuOp(const OpCallbacks& callbacks) {
   OrtCustomOp op{};
   op.version = ortserve::kOrtApiVersion;
   op.GetExecutionProviderType = AttentionProvider;
@@ -332,6 +344,14 @@ OrtCustomOp CpuOp() {
   op.GetVariadicInputHomogeneity = AttentionNoVariadic;
   op.GetVariadicOutputMinArity = AttentionNoVariadic;
   op.GetVariadicOutputHomogeneity = AttentionNoVariadic;
+  op.GetName = callbacks.name;
+  op.GetInputType = callbacks.inputType;
+  op.GetInputTypeCount = callbacks.inputCount;
+  op.GetOutputType = callbacks.outputType;
+  op.GetOutputTypeCount = callbacks.outputCount;
+  op.KernelDestroy = callbacks.destroy;
+  op.CreateKernelV2 = callbacks.create;
+  op.KernelComputeV2 = callbacks.compute;
   return op;
 }
 
@@ -339,16 +359,7 @@ AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
   AttentionOp def{};
   def.name = name;
   def.halfCache = halfCache;
-  def.op = CpuOp();
-  OrtCustomOp& op = def.op;
-  op.GetName = AttentionName;
-  op.GetInputType = AttentionInputType;
-  op.GetInputTypeCount = AttentionInputCount;
-  op.GetOutputType = AttentionOutputType;
-  op.GetOutputTypeCount = AttentionOutputCount;
-  op.KernelDestroy = AttentionDestroy;
-  op.CreateKernelV2 = AttentionCreate;
-  op.KernelComputeV2 = AttentionCompute;
+  def.op = CpuOp({AttentionName, AttentionInputType, AttentionInputCount, AttentionOutputType, AttentionOutputCount, AttentionDestroy, AttentionCreate, AttentionCompute});
   return def;
 }
 
@@ -431,16 +442,7 @@ EpilogueOp MakeEpilogueOp(const char* name, bool offsets, bool swiglu) {
   def.name = name;
   def.offsets = offsets;
   def.swiglu = swiglu;
-  def.op = CpuOp();
-  OrtCustomOp& op = def.op;
-  op.GetName = EpilogueName;
-  op.GetInputType = EpilogueType;
-  op.GetInputTypeCount = EpilogueInputCount;
-  op.GetOutputType = EpilogueType;
-  op.GetOutputTypeCount = EpilogueOutputCount;
-  op.KernelDestroy = EpilogueDestroy;
-  op.CreateKernelV2 = EpilogueCreate;
-  op.KernelComputeV2 = EpilogueCompute;
+  def.op = CpuOp({EpilogueName, EpilogueType, EpilogueInputCount, EpilogueType, EpilogueOutputCount, EpilogueDestroy, EpilogueCreate, EpilogueCompute});
   return def;
 }
 
@@ -558,16 +560,7 @@ QuantMatMulOp MakeQuantMatMulOp(const char* name, bool offsets, bool swiglu) {
   def.name = name;
   def.offsets = offsets;
   def.swiglu = swiglu;
-  def.op = CpuOp();
-  OrtCustomOp& op = def.op;
-  op.GetName = QuantMatMulName;
-  op.GetInputType = QuantMatMulInputType;
-  op.GetInputTypeCount = QuantMatMulInputCount;
-  op.GetOutputType = EpilogueType;
-  op.GetOutputTypeCount = EpilogueOutputCount;
-  op.KernelDestroy = QuantMatMulDestroy;
-  op.CreateKernelV2 = QuantMatMulCreate;
-  op.KernelComputeV2 = QuantMatMulCompute;
+  def.op = CpuOp({QuantMatMulName, QuantMatMulInputType, QuantMatMulInputCount, EpilogueType, EpilogueOutputCount, QuantMatMulDestroy, QuantMatMulCreate, QuantMatMulCompute});
   return def;
 }
 
