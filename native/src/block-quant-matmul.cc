@@ -145,6 +145,9 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
     }
     const __m512 scales = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64));
+    // Unused (and never loaded) without offsets.
+    const __m512 offsets =
+        Offsets ? _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64)) : _mm512_setzero_ps();
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock);
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + R * kBlock);
@@ -163,10 +166,7 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       __m512i d = dot[r][0];
       if constexpr (kChains == 2) d = _mm512_add_epi32(d, dot[r][1]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(scales, _mm512_set1_ps(meta[r].scale)), acc[r]);
-      if constexpr (Offsets) {
-        const __m512 offsets = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64));
-        acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(meta[r].scaledSum), acc[r]);
-      }
+      if constexpr (Offsets) acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(meta[r].scaledSum), acc[r]);
     }
   }
   const __mmask16 mask = count == kTile ? 0xffff : static_cast<__mmask16>((1u << count) - 1);
