@@ -100,6 +100,9 @@ export interface EngineGauges {
   /** V8 heap in use: the main thread's, and the engine workers' together. */
   mainHeapBytes: number;
   engineHeapBytes: number;
+  /** V8 heap committed (in use, free within its pages, and spare pages), the same two ways. */
+  mainHeapCommittedBytes: number;
+  engineHeapCommittedBytes: number;
 }
 
 /** The values of one metric's labelled series in a /metrics text (`name{label="prefix` narrows them). */
@@ -124,6 +127,8 @@ export async function engineGauges(url: string): Promise<EngineGauges> {
     abortFreeStepsMax: Math.max(0, ...lines(text, "ortserve_abort_free_steps_max")),
     mainHeapBytes: sum('ortserve_heap_used_bytes{thread="main"'),
     engineHeapBytes: sum('ortserve_heap_used_bytes{thread="engine-'),
+    mainHeapCommittedBytes: sum('ortserve_heap_total_bytes{thread="main"'),
+    engineHeapCommittedBytes: sum('ortserve_heap_total_bytes{thread="engine-'),
   };
 }
 

@@ -84,6 +84,8 @@ interface Sample {
   kvMiB: number;
   mainHeapMiB: number;
   engineHeapMiB: number;
+  mainCommittedMiB: number;
+  engineCommittedMiB: number;
   tokensPerSecond: number;
 }
 
@@ -171,12 +173,15 @@ try {
         kvMiB: g.kvBytes / MiB,
         mainHeapMiB: g.mainHeapBytes / MiB,
         engineHeapMiB: g.engineHeapBytes / MiB,
+        mainCommittedMiB: g.mainHeapCommittedBytes / MiB,
+        engineCommittedMiB: g.engineHeapCommittedBytes / MiB,
         tokensPerSecond: windowTokens / ((now - last) / 1000),
       });
       const s = samples.at(-1)!;
       console.log(
         `t=${s.atSeconds}s rss ${s.rssMiB.toFixed(0)} MiB, fds ${s.openFds}, running ${s.running}, ` +
-          `KV ${s.kvMiB.toFixed(1)} MiB, V8 heap main ${s.mainHeapMiB.toFixed(1)} / engine ${s.engineHeapMiB.toFixed(1)} MiB, ` +
+          `KV ${s.kvMiB.toFixed(1)} MiB, V8 heap main ${s.mainHeapMiB.toFixed(1)} / engine ${s.engineHeapMiB.toFixed(1)} MiB ` +
+          `(committed ${s.mainCommittedMiB.toFixed(1)} / ${s.engineCommittedMiB.toFixed(1)}), ` +
           `${s.tokensPerSecond.toFixed(1)} tok/s`,
       );
       windowTokens = 0;
@@ -238,6 +243,11 @@ try {
     `V8 heap in use, means of the same tenths: main ${meanOf(afterWarm.slice(0, tenth), (s) => s.mainHeapMiB).toFixed(1)} → ` +
       `${meanOf(afterWarm.slice(-tenth), (s) => s.mainHeapMiB).toFixed(1)} MiB, engine workers ` +
       `${meanOf(afterWarm.slice(0, tenth), (s) => s.engineHeapMiB).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), (s) => s.engineHeapMiB).toFixed(1)} MiB`,
+  );
+  console.log(
+    `V8 heap committed, the same tenths: main ${meanOf(afterWarm.slice(0, tenth), (s) => s.mainCommittedMiB).toFixed(1)} → ` +
+      `${meanOf(afterWarm.slice(-tenth), (s) => s.mainCommittedMiB).toFixed(1)} MiB, engine workers ` +
+      `${meanOf(afterWarm.slice(0, tenth), (s) => s.engineCommittedMiB).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), (s) => s.engineCommittedMiB).toFixed(1)} MiB`,
   );
   const startRate = meanRate(afterWarm.slice(0, tenth));
   const endRate = meanRate(afterWarm.slice(-tenth));
