@@ -1,0 +1,197 @@
+/**
+ * ortserve's attention operator (native/src/attention.cc) against ONNX Runtime's
+ * GroupQueryAttention on a graph that holds nothing else, at SmolLM2's head shape (9 query heads
+ * over 3 KV heads of 64) and contexts of many 64-position tiles: ragged decode steps spread over
+ * the threads, prefill chunks after cached positions, and a step too small to leave the calling
+ * thread; with a float32 and a float16 cache.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InferenceSession, Tensor } from "onnxruntime-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type NativeDecoderSession, nativeSessions } from "../../src/core/runner/native-session.ts";
+import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
+import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
+import { relativeGap } from "./relative-gap.ts";
+
+const F = OnnxDataType.FLOAT;
+const HEADS = 9;
+const KV_HEADS = 3;
+const HEAD_DIM = 64;
+const CAPACITY = 1200;
+const PACKED = (HEADS + 2 * KV_HEADS) * HEAD_DIM;
+
+/** Deterministic values in [-scale, scale). */
+function values(count: number, seed: number, scale: number): Float32Array {
+  let s = seed >>> 0;
+  return Float32Array.from({ length: count }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s / 2 ** 32 - 0.5) * 2 * scale;
+  });
+}
+
+/** Rounded to the nearest binary16 value, as a float16 cache holds it. */
+function halfRounded(x: Float32Array): Float32Array {
+  return Float32Array.from(new Float16Array(x));
+}
+
+function writeGraph(dir: string): string {
+  const external = new ExternalDataFile(join(dir, "attention.onnx_data"));
+  const g = new GraphBuilder(external);
+  const query = g.input("query", F, ["batch", "sequence", PACKED]);
+  const cacheShape = ["batch", KV_HEADS, CAPACITY, HEAD_DIM];
+  const pastKey = g.input("past_key_values.0.key", F, cacheShape);
+  const pastValue = g.input("past_key_values.0.value", F, cacheShape);
+  const seqlensK = g.input("seqlens_k", OnnxDataType.INT32, ["batch"]);
+  const totalLength = g.input("total_sequence_length", OnnxDataType.INT32, []);
+  const positions = g.input("position_ids", OnnxDataType.INT64, ["batch", "sequence"]);
+  // Rotary caches as the converter writes them: angle = position / 10000^(2i / headDim).
+  const half = HEAD_DIM / 2;
+  const angles = Float32Array.from({ length: CAPACITY * half }, (_, k) => {
+    const [p, i] = [Math.floor(k / half), k % half];
+    return p / 10000 ** ((2 * i) / HEAD_DIM);
+  });
+  const cos = g.initializer("cos_cache", F, [CAPACITY, half], angles.map(Math.cos));
+  const sin = g.initializer("sin_cache", F, [CAPACITY, half], angles.map(Math.sin));
+  g.node(
+    "GroupQueryAttention",
+    [query, "", "", pastKey, pastValue, seqlensK, totalLength, cos, sin, positions],
+    ["attn", "present.0.key", "present.0.value"],
+    {
+      num_heads: HEADS,
+      kv_num_heads: KV_HEADS,
+      scale: { float: 1 / Math.sqrt(HEAD_DIM) },
+      do_rotary: 1,
+      rotary_interleaved: 0,
+      local_window_size: -1,
+    },
+    "com.microsoft",
+  );
+  g.output("attn", F, ["batch", "sequence", HEADS * HEAD_DIM]);
+  g.output("present.0.key", F, cacheShape);
+  g.output("present.0.value", F, cacheShape);
+  external.close();
+  const path = join(dir, "attention.onnx");
+  writeFileSync(path, g.encode({ producerVersion: "test" }));
+  return path;
+}
+
+/** One step's feeds: `sequence` new tokens after `past[b]` cached positions in each row. */
+function feeds(past: number[], sequence: number, seed: number, half: boolean): Record<string, Tensor> {
+  const batch = past.length;
+  const cache = (s: number) => {
+    const x = values(batch * KV_HEADS * CAPACITY * HEAD_DIM, s, 2);
+    return half ? halfRounded(x) : x;
+  };
+  const cacheDims = [batch, KV_HEADS, CAPACITY, HEAD_DIM];
+  return {
+    query: new Tensor("float32", values(batch * sequence * PACKED, seed, 1.5), [batch, sequence, PACKED]),
+    "past_key_values.0.key": new Tensor("float32", cache(seed + 1), cacheDims),
+    "past_key_values.0.value": new Tensor("float32", cache(seed + 2), cacheDims),
+    seqlens_k: new Tensor(
+      "int32",
+      Int32Array.from(past, (p) => p + sequence - 1),
+      [batch],
+    ),
+    total_sequence_length: new Tensor("int32", Int32Array.of(Math.max(...past) + sequence), []),
+    position_ids: new Tensor(
+      "int64",
+      BigInt64Array.from({ length: batch * sequence }, (_, i) =>
+        BigInt(past[Math.floor(i / sequence)]! + (i % sequence)),
+      ),
+      [batch, sequence],
+    ),
+  };
+}
+
+/** The same feeds with the cache as float16, as the half-cache operator takes them. */
+function asHalfCache(f: Record<string, Tensor>): Record<string, Tensor> {
+  const out = { ...f };
+  for (const name of ["past_key_values.0.key", "past_key_values.0.value"]) {
+    const t = f[name]!;
+    // onnxruntime-node takes float16 data as its bits.
+    const bits = new Uint16Array(new Float16Array(t.data as Float32Array).buffer);
+    out[name] = new Tensor("float16", bits, t.dims);
+  }
+  return out;
+}
+
+const floats = (t: Tensor) => t.data as Float32Array;
+
+/** A present cache's positions each row holds after the step ([0, length) of every KV head). */
+function heldPositions(t: Tensor, lengths: number[]): Float32Array {
+  const x = floats(t);
+  const parts: Float32Array[] = [];
+  for (const [b, length] of lengths.entries())
+    for (let h = 0; h < KV_HEADS; h++) {
+      const at = (b * KV_HEADS + h) * CAPACITY * HEAD_DIM;
+      parts.push(x.subarray(at, at + length * HEAD_DIM));
+    }
+  return Float32Array.from(parts.flatMap((p) => [...p]));
+}
+
+describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts", () => {
+  let dir: string;
+  let exact: InferenceSession;
+  let ours: NativeDecoderSession;
+  let oursHalf: NativeDecoderSession;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "ortserve-attention-op-"));
+    const path = writeGraph(dir);
+    exact = await InferenceSession.create(path, { intraOpNumThreads: 2 });
+    const options = { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true } as const;
+    ours = nativeSessions!.create(path, options);
+    oursHalf = nativeSessions!.create(path, { ...options, kvCacheDtype: "float16" });
+  });
+  afterAll(async () => {
+    await exact?.release();
+    await ours?.release();
+    await oursHalf?.release();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const steps: [string, number[], number][] = [
+    ["ragged decode steps", [1000, 300, 5], 1],
+    ["a prefill chunk after 700 cached positions", [700], 40],
+    ["a long prefill chunk", [300], 600],
+    ["a step small enough to stay on the calling thread", [3, 10], 1],
+  ];
+  for (const [name, past, sequence] of steps)
+    it(`matches GroupQueryAttention: ${name}`, async () => {
+      const f = feeds(past, sequence, past.length * 31 + sequence, false);
+      const want = await exact.run(f);
+      const got = await ours.run(f);
+      expect(got.attn!.dims).toEqual([past.length, sequence, HEADS * HEAD_DIM]);
+      expect(relativeGap(floats(want.attn!), floats(got.attn!))).toBeLessThan(1e-5);
+      // Beyond each row's length GroupQueryAttention leaves its own present unspecified.
+      const lengths = past.map((p) => p + sequence);
+      for (const name of ["present.0.key", "present.0.value"])
+        expect(
+          relativeGap(heldPositions(want[name]!, lengths), heldPositions(got[name]!, lengths)),
+        ).toBeLessThan(1e-6);
+
+      // A float16 cache: GroupQueryAttention over the same half-rounded cache, so only the new
+      // positions' rounding separates the two.
+      const gotHalf = await oursHalf.run(asHalfCache(f));
+      expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
+    });
+
+  it("gives a token the same floats as the last of a prefill chunk and as a decode step", async () => {
+    // A 600-token prefill after 300 cached positions, then its last token again as a decode step
+    // over the cache that prefill left: how the work was split must not change a token's floats.
+    const f = feeds([300], 600, 5, false);
+    const prefill = await ours.run(f);
+    const last = floats(f.query!).slice(599 * PACKED);
+    const decode = await ours.run({
+      query: new Tensor("float32", last, [1, 1, PACKED]),
+      "past_key_values.0.key": prefill["present.0.key"]!,
+      "past_key_values.0.value": prefill["present.0.value"]!,
+      seqlens_k: new Tensor("int32", Int32Array.of(899), [1]),
+      total_sequence_length: new Tensor("int32", Int32Array.of(900), []),
+      position_ids: new Tensor("int64", BigInt64Array.of(899n), [1, 1]),
+    });
+    const want = floats(prefill.attn!).slice(599 * HEADS * HEAD_DIM);
+    expect(Buffer.from(floats(decode.attn!).buffer).equals(Buffer.from(want.buffer))).toBe(true);
+  });
+});
