@@ -239,15 +239,15 @@ try {
   );
   // Not a goal, a clue: whose JavaScript heap moved with the resident set.
   const meanOf = (xs: Sample[], f: (s: Sample) => number) => xs.reduce((a, s) => a + f(s), 0) / xs.length;
+  const firstToLast = (f: (s: Sample) => number) =>
+    `${meanOf(afterWarm.slice(0, tenth), f).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), f).toFixed(1)} MiB`;
   console.log(
-    `V8 heap in use, means of the same tenths: main ${meanOf(afterWarm.slice(0, tenth), (s) => s.mainHeapMiB).toFixed(1)} → ` +
-      `${meanOf(afterWarm.slice(-tenth), (s) => s.mainHeapMiB).toFixed(1)} MiB, engine workers ` +
-      `${meanOf(afterWarm.slice(0, tenth), (s) => s.engineHeapMiB).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), (s) => s.engineHeapMiB).toFixed(1)} MiB`,
+    `V8 heap in use, means of the same tenths: main ${firstToLast((s) => s.mainHeapMiB)}, ` +
+      `engine workers ${firstToLast((s) => s.engineHeapMiB)}`,
   );
   console.log(
-    `V8 heap committed, the same tenths: main ${meanOf(afterWarm.slice(0, tenth), (s) => s.mainCommittedMiB).toFixed(1)} → ` +
-      `${meanOf(afterWarm.slice(-tenth), (s) => s.mainCommittedMiB).toFixed(1)} MiB, engine workers ` +
-      `${meanOf(afterWarm.slice(0, tenth), (s) => s.engineCommittedMiB).toFixed(1)} → ${meanOf(afterWarm.slice(-tenth), (s) => s.engineCommittedMiB).toFixed(1)} MiB`,
+    `V8 heap committed, the same tenths: main ${firstToLast((s) => s.mainCommittedMiB)}, ` +
+      `engine workers ${firstToLast((s) => s.engineCommittedMiB)}`,
   );
   const startRate = meanRate(afterWarm.slice(0, tenth));
   const endRate = meanRate(afterWarm.slice(-tenth));

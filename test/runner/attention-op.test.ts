@@ -14,6 +14,7 @@ import { type NativeDecoderSession, nativeSessions } from "../../src/core/runner
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
 import { relativeGap } from "./relative-gap.ts";
+import { values } from "./seeded-values.ts";
 
 const F = OnnxDataType.FLOAT;
 const HEADS = 9;
@@ -21,15 +22,6 @@ const KV_HEADS = 3;
 const HEAD_DIM = 64;
 const CAPACITY = 1200;
 const PACKED = (HEADS + 2 * KV_HEADS) * HEAD_DIM;
-
-/** Deterministic values in [-scale, scale). */
-function values(count: number, seed: number, scale: number): Float32Array {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: count }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32 - 0.5) * 2 * scale;
-  });
-}
 
 /** Rounded to the nearest binary16 value, as a float16 cache holds it. */
 function halfRounded(x: Float32Array): Float32Array {

@@ -15,19 +15,11 @@ import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
 import { relativeGap } from "./relative-gap.ts";
+import { values } from "./seeded-values.ts";
 
 const F = OnnxDataType.FLOAT;
 const N = 200; // gate/up width: 100 columns a half, not a whole number of 8-lane vectors per tile
 const BLOCKS = 5;
-
-/** Deterministic values in [-scale, scale). */
-function values(count: number, seed: number, scale: number): Float32Array {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: count }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32 - 0.5) * 2 * scale;
-  });
-}
 
 /** both [rows, N + BLOCKS] → offset term → SwiGLU → act; `exposeProjection` also outputs the projection. */
 function writeGraph(dir: string, exposeProjection: boolean): string {
