@@ -152,7 +152,13 @@ struct OrtApi {
   OrtStatus*(ORT_API_CALL* SetSessionExecutionMode)(OrtSessionOptions* options, ExecutionMode mode);
   // Writes a JSON trace of every node's run to <prefix>_<time>.json when the session is released.
   OrtStatus*(ORT_API_CALL* EnableProfiling)(OrtSessionOptions* options, const char* profileFilePrefix);
-  void* unused15[8];  // 15-22
+  void* unused15[2];  // 15-16
+  // Memory patterns: the planned offsets of every intermediate tensor, kept per set of input shapes.
+  OrtStatus*(ORT_API_CALL* DisableMemPattern)(OrtSessionOptions* options);
+  void* unused18;
+  // Without the arena, each intermediate tensor is its own allocation from the process's allocator.
+  OrtStatus*(ORT_API_CALL* DisableCpuMemArena)(OrtSessionOptions* options);
+  void* unused20[3];  // 20-22
   OrtStatus*(ORT_API_CALL* SetSessionGraphOptimizationLevel)(OrtSessionOptions* options,
                                                              GraphOptimizationLevel level);
   OrtStatus*(ORT_API_CALL* SetIntraOpNumThreads)(OrtSessionOptions* options, int threads);
@@ -276,6 +282,8 @@ ORTSERVE_SLOT(CreateSession, 7);
 ORTSERVE_SLOT(CreateSessionOptions, 10);
 ORTSERVE_SLOT(SetSessionExecutionMode, 13);
 ORTSERVE_SLOT(EnableProfiling, 14);
+ORTSERVE_SLOT(DisableMemPattern, 17);
+ORTSERVE_SLOT(DisableCpuMemArena, 19);
 ORTSERVE_SLOT(SetSessionGraphOptimizationLevel, 23);
 ORTSERVE_SLOT(SetIntraOpNumThreads, 24);
 ORTSERVE_SLOT(SetInterOpNumThreads, 25);

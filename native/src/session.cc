@@ -689,6 +689,15 @@ class Session : public Napi::ObjectWrap<Session> {
       if (eq == std::string::npos) error = "ORTSERVE_ORT_CONFIG: expected key=value, got " + entry;
       else error = failure(ort->AddSessionConfigEntry(options, entry.substr(0, eq).c_str(), entry.substr(eq + 1).c_str()));
     }
+    // A measuring aid, not a setting: ORTSERVE_ORT_MEMORY="no-pattern;no-arena" turns off ONNX
+    // Runtime's per-input-shape memory patterns and its CPU arena (the soak's memory looks).
+    const char* memory = getenv("ORTSERVE_ORT_MEMORY");
+    for (const std::string& entry : SplitEntries(memory == nullptr ? "" : memory)) {
+      if (!error.empty()) break;
+      if (entry == "no-pattern") error = failure(ort->DisableMemPattern(options));
+      else if (entry == "no-arena") error = failure(ort->DisableCpuMemArena(options));
+      else error = "ORTSERVE_ORT_MEMORY: expected no-pattern or no-arena, got " + entry;
+    }
     if (error.empty()) error = failure(ort->CreateSession(ortEnv, path.c_str(), options, &session_));
     ort->ReleaseSessionOptions(options);
     if (error.empty()) error = ReadMetadata();

@@ -81,6 +81,8 @@ export type EngineEvent =
       type: "prompt";
       promptTokenIds: number[];
       cachedTokens: number;
+      /** Milliseconds the request waited in the engine's queue for a free row before admission. */
+      queueMs: number;
       /** Aligned with the prompt; the first entry is null. */
       promptLogprobs?: (PromptTokenLogprob | null)[];
       /** With `promptLogits`: row i holds the logits after prompt token i (rows × vocab). */

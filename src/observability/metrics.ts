@@ -62,6 +62,7 @@ export class Metrics {
   readonly cachedTokens = new Counter();
   readonly latency = new Histogram(SECONDS);
   readonly ttft = new Histogram(SECONDS);
+  readonly queueTime = new Histogram(SECONDS);
   readonly queueDepth = new Gauge();
   readonly runningSequences = new Gauge();
   readonly kvCacheBytes = new Gauge();
@@ -115,6 +116,11 @@ export class Metrics {
       "ortserve_time_to_first_token_seconds",
       "Time from request to the first generated token.",
       this.ttft,
+    );
+    histogram(
+      "ortserve_request_queue_seconds",
+      "Time a prompt waited in its engine's queue for a free row (after any admission wait).",
+      this.queueTime,
     );
     gauge("ortserve_queue_depth", "Requests waiting for admission, per engine.", this.queueDepth);
     gauge(

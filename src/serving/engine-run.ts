@@ -74,6 +74,7 @@ export class EngineRun {
         if (e.type === "prompt") {
           tally.promptTokens += e.promptTokenIds.length;
           tally.cachedTokens += e.cachedTokens;
+          this.metrics.queueTime.observe(e.queueMs / 1000, { model: tally.model });
           if (++promptsDone === this.prepared.length) ticket.started();
         } else if (e.type === "delta" && firstToken) {
           firstToken = false;

@@ -185,6 +185,8 @@ describe("/metrics", () => {
     expect(sum(samples, "ortserve_prompt_tokens_total", { model: "tiny" })).toBeGreaterThan(0);
     expect(sum(samples, "ortserve_cached_prompt_tokens_total", { model: "tiny" })).toBeGreaterThan(0);
     expect(sum(samples, "ortserve_time_to_first_token_seconds_count", { model: "tiny" })).toBe(ok + 1);
+    // One queue-time observation per prompt that reached an engine row.
+    expect(sum(samples, "ortserve_request_queue_seconds_count", { model: "tiny" })).toBe(ok + 1);
   });
 
   it("reports the engine gauges per engine", () => {

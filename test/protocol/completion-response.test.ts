@@ -15,6 +15,7 @@ const echoPrompt: EngineEvent = {
   type: "prompt",
   promptTokenIds: [10, 11],
   cachedTokens: 1,
+  queueMs: 0,
   promptLogprobs: [
     null,
     {
@@ -31,8 +32,8 @@ describe("CompletionAccumulator", () => {
   it("numbers choices prompt × n + i and sums usage over prompts", () => {
     const acc = new CompletionAccumulator(req({ prompt: ["a", "b"], n: 2, temperature: 1 }), ctx);
     const events: [number, EngineEvent][] = [
-      [1, { type: "prompt", promptTokenIds: [1, 2, 3], cachedTokens: 2 }],
-      [0, { type: "prompt", promptTokenIds: [4], cachedTokens: 0 }],
+      [1, { type: "prompt", promptTokenIds: [1, 2, 3], cachedTokens: 2, queueMs: 0 }],
+      [0, { type: "prompt", promptTokenIds: [4], cachedTokens: 0, queueMs: 0 }],
       [1, delta(1, "y", [7])],
       [0, delta(0, "x", [8])],
       [0, delta(1, "z", [9])],
@@ -65,7 +66,7 @@ describe("CompletionAccumulator", () => {
 
   it("waits for every prompt to be done", () => {
     const acc = new CompletionAccumulator(req({ prompt: ["a", "b"] }), ctx);
-    acc.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0 }, 0);
+    acc.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0, queueMs: 0 }, 0);
     acc.push(finish(0, 0), 0);
     acc.push(done, 0);
     expect(() => acc.result()).toThrow(/before it finished/);
@@ -109,13 +110,13 @@ describe("CompletionAccumulator", () => {
 
   it("without logprobs there is no logprobs object; -inf is floored", () => {
     const acc = new CompletionAccumulator(req({ logprobs: 0 }), ctx);
-    acc.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0 }, 0);
+    acc.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0, queueMs: 0 }, 0);
     acc.push(delta(0, "a", [2], [tokenLogprob(2, "a", Number.NEGATIVE_INFINITY)]), 0);
     acc.push(finish(0, 1), 0);
     acc.push(done, 0);
     expect(acc.result().choices[0]!.logprobs!.token_logprobs).toEqual([-9999]);
     const plain = new CompletionAccumulator(req(), ctx);
-    plain.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0 }, 0);
+    plain.push({ type: "prompt", promptTokenIds: [1], cachedTokens: 0, queueMs: 0 }, 0);
     plain.push(finish(0, 0), 0);
     plain.push(done, 0);
     expect(plain.result().choices[0]!.logprobs).toBeNull();
@@ -164,8 +165,8 @@ describe("CompletionStreamer", () => {
   it("interleaves prompts with their own indices and ends after the last prompt", () => {
     const s = new CompletionStreamer(req({ prompt: [[1], [2]], stream: true, return_token_ids: true }), ctx);
     const out = chunks(s, [
-      [1, { type: "prompt", promptTokenIds: [2], cachedTokens: 0 }],
-      [0, { type: "prompt", promptTokenIds: [1], cachedTokens: 0 }],
+      [1, { type: "prompt", promptTokenIds: [2], cachedTokens: 0, queueMs: 0 }],
+      [0, { type: "prompt", promptTokenIds: [1], cachedTokens: 0, queueMs: 0 }],
       [1, delta(0, "b", [5])],
       [1, finish(0, 1)],
       [1, done],

@@ -39,6 +39,7 @@ export const promptEvent = (ids: number[], cachedTokens = 0): EngineEvent => ({
   type: "prompt",
   promptTokenIds: ids,
   cachedTokens,
+  queueMs: 0,
 });
 
 export const delta = (

@@ -166,6 +166,7 @@ describe("ChatCompletionAccumulator", () => {
       type: "prompt",
       promptTokenIds: [1, 2],
       cachedTokens: 0,
+      queueMs: 0,
       promptLogprobs: [
         null,
         {

@@ -10,6 +10,10 @@ export interface ActiveRequest {
   emit: EventSink;
   priority: number;
   arrival: number;
+  /** performance.now() when the request entered the engine's waiting queue. */
+  queuedAt: number;
+  /** Milliseconds it waited there before admission; set when admitted. */
+  queueMs?: number;
   promptIds: number[];
   maxTokens: number;
   /** Prompt positions already in the KV cache (prefix hits, then prefill chunks). */

@@ -47,6 +47,7 @@ export function admit(
     emit,
     priority: req.priority,
     arrival,
+    queuedAt: performance.now(),
     promptIds,
     maxTokens,
     computed: 0,

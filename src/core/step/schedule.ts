@@ -135,6 +135,7 @@ export class Scheduler {
     const next = this.waiting.peek();
     if (!next || this.decoding.length + next.req.n > this.config.maxNumSeqs) return;
     this.waiting.shift();
+    next.queueMs = performance.now() - next.queuedAt;
     this.prefilling = next;
     // Room for the whole prompt at once: growing chunk by chunk (or block by block for a prefix
     // hit) would re-lay the whole cache out each time.

@@ -45,6 +45,7 @@ export function emitPrompt(a: ActiveRequest, vocab: number): void {
     type: "prompt",
     promptTokenIds: a.promptIds,
     cachedTokens: a.cachedTokens,
+    queueMs: a.queueMs ?? 0,
     promptLogprobs: a.req.promptLogprobs !== undefined ? a.promptLogprobs : undefined,
     promptLogits,
     echo: a.echo,
