@@ -31,7 +31,8 @@
           # A separate addon, so a failure here never costs the kernels; it links no ONNX
           # Runtime library (it dlopens onnxruntime-node's at run time).
           "target_name": "ortserve_session",
-          "sources": ["src/session.cc", "src/attention.cc", "src/block-quant-matmul.cc", "src/projection-epilogue.cc"],
+          "sources": ["src/session.cc", "src/attention.cc", "src/block-quant-matmul.cc", "src/projection-epilogue.cc",
+                      "src/weight-arena.cc"],
           "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           # A run can settle while its worker thread is being torn down; the rejection it can no
           # longer deliver is dropped instead of aborting the process.

@@ -7,6 +7,7 @@
 #include "block-quant-matmul.h"
 
 #include "projection-epilogue.h"
+#include "weight-arena.h"
 
 #include <algorithm>
 #include <atomic>
@@ -257,21 +258,20 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
 
 }  // namespace
 
-PackedBlockQuantWeight::~PackedBlockQuantWeight() { std::free(data_); }
+PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
                                          int k, int bits) {
   if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
   if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
-  std::free(data_);
+  FreeWeights(data_);
   n_ = n;
   k_ = k;
   bits_ = bits;
   hasOffsets_ = offsets != nullptr;
   const size_t bytes = static_cast<size_t>(tiles()) * blocks() * blockStride();
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  data_ = static_cast<uint8_t*>(AllocateWeights(bytes));
   if (data_ == nullptr) return "out of memory packing the weights";
-  std::memset(data_, 0, bytes);
   const int blockBytes = kBlock * bits / 8;
   for (int t = 0; t < tiles(); t++)
     for (int b = 0; b < blocks(); b++) {
