@@ -1,10 +1,12 @@
-// See attention.h. Per (row, query head, block of up to 8 new tokens) work
-// item: queries are rotated once, scored against the row's cached keys four at
-// a time (four independent FMA chains, one horizontal add for the four), tile
-// by tile of 64 positions so every token of the block reads a tile from L1,
-// softmaxed with a vectorised exp, and the values are summed with the
-// unnormalised weights (one scaling at the end). Keys and values are read
-// straight from the cache: nothing is packed or copied per step.
+// See attention.h. A token's attention is computed over chunks of 256 cached positions and the
+// chunks merged (flash-decoding's split softmax, the same in prefill and decode): per chunk its
+// queries are scored against the cached keys four at a time (four independent FMA chains, one
+// horizontal add for the four), tile by tile of 64 positions so every query reads a tile from L1,
+// softmaxed with a vectorised exp, and the values summed with the unnormalised weights. Prefill
+// work items are (row, query head, block of up to 8 new tokens); decode items are (row, KV head,
+// chunk), all the query heads of a KV head together, so the cache is read once per step and a
+// long row is spread over the threads. Keys and values are read straight from the cache: nothing
+// is packed or copied per step.
 #include "attention.h"
 
 #include <algorithm>
@@ -26,6 +28,8 @@ namespace {
 
 // New tokens of one row handled by one work item while prefilling.
 constexpr int kTokenBlock = 8;
+// Query heads sharing one KV head that a decode work item holds.
+constexpr int kMostGroup = 64;
 // Below this many (query, cached position) pairs a step's attention runs on the calling thread:
 // waking the pool would cost more than the work.
 constexpr int64_t kParallelPairs = 4096;
@@ -126,10 +130,11 @@ void ScoresScalar(const float* q, const T* keys, int length, int headDim, float 
   }
 }
 
-// exp(scores - max) in place; returns their sum.
-float SoftmaxNumeratorsScalar(float* scores, int length) {
+// exp(scores - max) in place; returns their sum and sets *maxOut.
+float SoftmaxNumeratorsScalar(float* scores, int length, float* maxOut) {
   float max = scores[0];
   for (int j = 1; j < length; j++) max = std::max(max, scores[j]);
+  *maxOut = max;
   float sum = 0;
   for (int j = 0; j < length; j++) {
     scores[j] = std::exp(scores[j] - max);
@@ -193,7 +198,7 @@ AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headD
   }
 }
 
-AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length) {
+AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length, float* maxOut) {
   int j = 0;
   __m256 maxv = _mm256_set1_ps(-INFINITY);
   for (; j + 8 <= length; j += 8) maxv = _mm256_max_ps(maxv, _mm256_loadu_ps(scores + j));
@@ -202,6 +207,7 @@ AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length) {
   float max = lanes[0];
   for (int i = 1; i < 8; i++) max = std::max(max, lanes[i]);
   for (; j < length; j++) max = std::max(max, scores[j]);
+  *maxOut = max;
   const __m256 m = _mm256_set1_ps(max);
   __m256 sumv = _mm256_setzero_ps();
   j = 0;
@@ -244,56 +250,83 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
 #endif
 
 // Cached positions per tile: a tile's keys (or values), 64 x 256 bytes for a head of 64, stay in
-// L1 while every new token of a block reads them.
+// L1 while every query of a work item reads them.
 constexpr int kPositionTile = 64;
+// Cached positions per chunk. A token's attention is computed chunk by chunk (each chunk's own
+// softmax maximum and sum, its values summed with those weights) and the chunks are merged in
+// order, in prefill and decode alike, so a token's output does not depend on which path computed
+// it, nor on the other rows of its batch. In decode a long row's chunks are separate work items,
+// so both threads stream its cache (flash-decoding).
+constexpr int kPositionChunk = 256;
 
-// One query head over a block of new tokens: token i attends to positions [0, lengths[i]), with
-// lengths ascending. scores holds `count` rows of `stride` floats; out rows are headDim apart.
-template <typename T>
-void AttendBlock(const float* const* queries, const int* lengths, int count, const T* keys, const T* values,
-                 int headDim, float scale, float* scores, int stride, float* const* out) {
-  const int longest = lengths[count - 1];
+int ChunksOf(int length) { return (length + kPositionChunk - 1) / kPositionChunk; }
+
+// exp(scores - max) in place; returns their sum and sets *max.
+float SoftmaxNumerators(float* scores, int length, float* max, bool avx) {
 #ifdef ORTSERVE_ATTENTION_AVX2
-  const bool avx = gAvx2Fma && headDim % 8 == 0;
-#else
-  const bool avx = false;
+  if (avx) return SoftmaxNumeratorsAvx2(scores, length, max);
 #endif
+  (void)avx;
+  return SoftmaxNumeratorsScalar(scores, length, max);
+}
+
+// A chunk's result for one query: [score maximum, sum of exp(score - maximum), the values summed
+// with those weights (headDim floats)].
+inline int PartialStride(int headDim) { return headDim + 2; }
+
+// Queries i < count over the cached positions [first, end) of one KV head, query i seeing
+// positions below lengths[i] (a query that sees none of the chunk is skipped). Tile by tile of
+// positions every query that reaches into the tile is scored, so each tile is read from memory
+// once. scores holds `count` rows of kPositionChunk floats; partials[i] receives query i's
+// partial.
+template <typename T>
+void AttendChunk(const float* const* queries, const int* lengths, int count, int first, int end, const T* keys,
+                 const T* values, int headDim, float scale, bool avx, float* scores, float* const* partials) {
   const size_t D = static_cast<size_t>(headDim);
-  // Tile by tile of positions, every token that reaches into the tile: fn(token, first, count).
   auto forEachTile = [&](auto fn) {
-    for (int j0 = 0; j0 < longest; j0 += kPositionTile)
+    for (int j0 = first; j0 < end; j0 += kPositionTile)
       for (int i = 0; i < count; i++) {
-        const int n = std::min(lengths[i], j0 + kPositionTile) - j0;
+        const int n = std::min({lengths[i], end, j0 + kPositionTile}) - j0;
         if (n > 0) fn(i, j0, n);
       }
   };
   forEachTile([&](int i, int j0, int n) {
+    float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
+    if (avx) return ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, row);
 #endif
-    ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, scores + i * stride + j0);
+    ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, row);
   });
-  float sums[kTokenBlock];
   for (int i = 0; i < count; i++) {
-#ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) {
-      sums[i] = SoftmaxNumeratorsAvx2(scores + i * stride, lengths[i]);
-      continue;
-    }
-#endif
-    sums[i] = SoftmaxNumeratorsScalar(scores + i * stride, lengths[i]);
+    const int n = std::min(lengths[i], end) - first;
+    if (n <= 0) continue;
+    float* partial = partials[i];
+    partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk, n, &partial[0], avx);
+    std::fill(partial + 2, partial + 2 + D, 0.0f);
   }
-  for (int i = 0; i < count; i++) std::fill(out[i], out[i] + D, 0.0f);
   forEachTile([&](int i, int j0, int n) {
+    const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return AccumulateValuesAvx2(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
+    if (avx) return AccumulateValuesAvx2(weights, values + j0 * D, n, headDim, partials[i] + 2);
 #endif
-    AccumulateValuesScalar(scores + i * stride + j0, values + j0 * D, n, headDim, out[i]);
+    AccumulateValuesScalar(weights, values + j0 * D, n, headDim, partials[i] + 2);
   });
-  for (int i = 0; i < count; i++) {
-    const float inv = 1.0f / sums[i];
-    for (size_t d = 0; d < D; d++) out[i][d] *= inv;
+}
+
+// A query's output from its chunks' partials (`stride` floats apart), merged in chunk order.
+void MergePartials(const float* partials, int chunks, int stride, int headDim, float* out) {
+  float max = partials[0];
+  for (int c = 1; c < chunks; c++) max = std::max(max, partials[static_cast<size_t>(c) * stride]);
+  float sum = 0;
+  std::fill(out, out + headDim, 0.0f);
+  for (int c = 0; c < chunks; c++) {
+    const float* partial = partials + static_cast<size_t>(c) * stride;
+    const float weight = std::exp(partial[0] - max);
+    sum += partial[1] * weight;
+    for (int d = 0; d < headDim; d++) out[d] += weight * partial[2 + d];
   }
+  const float inv = 1.0f / sum;
+  for (int d = 0; d < headDim; d++) out[d] *= inv;
 }
 
 template <typename T>
@@ -304,10 +337,17 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   if (s.heads <= 0 || s.kvHeads <= 0 || s.heads % s.kvHeads != 0) return "num_heads must be a multiple of kv_num_heads";
   if (s.headDim <= 0 || s.headDim % 2 != 0) return "the head size must be even";
   const int group = s.heads / s.kvHeads;
+  if (group > kMostGroup) return "more than 64 query heads share a KV head";
   const size_t D = static_cast<size_t>(s.headDim);
   const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * D;
   const size_t rowSpan = static_cast<size_t>(s.capacity) * D;
   const int half = s.headDim / 2;
+  const int stride = PartialStride(s.headDim);
+#ifdef ORTSERVE_ATTENTION_AVX2
+  const bool avx = gAvx2Fma && s.headDim % 8 == 0;
+#else
+  const bool avx = false;
+#endif
 
   // Each row's new tokens follow its cached ones: past = length after this step - new tokens.
   std::vector<int> past(s.batch);
@@ -339,11 +379,65 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       }
     }
 
-  const int blocks = (s.sequence + kTokenBlock - 1) / kTokenBlock;
-  const size_t items = static_cast<size_t>(s.batch) * s.heads * blocks;
   int64_t pairs = 0;
   for (int b = 0; b < s.batch; b++) pairs += static_cast<int64_t>(past[b] + s.sequence) * s.sequence * s.heads;
-  auto attend = [&](size_t item) {
+  auto run = [&](size_t items, const std::function<void(size_t)>& fn) {
+    if (pairs < kParallelPairs)
+      for (size_t item = 0; item < items; item++) fn(item);
+    else
+      parallelFor(items, fn);
+  };
+
+  if (s.sequence == 1) {
+    // Decode: a work item is (row, KV head, chunk), the query heads that share the KV head
+    // together, so every tile of keys and values is read once for all of them. The partials
+    // are merged once every item is done.
+    std::vector<int> chunks(s.batch);
+    std::vector<size_t> firstItem(s.batch + 1, 0);
+    int mostChunks = 0;
+    for (int b = 0; b < s.batch; b++) {
+      chunks[b] = ChunksOf(past[b] + 1);
+      mostChunks = std::max(mostChunks, chunks[b]);
+      firstItem[b + 1] = firstItem[b] + static_cast<size_t>(s.kvHeads) * chunks[b];
+    }
+    // partials[b][h][c]
+    thread_local std::vector<float> partialStore;
+    const size_t partialsPerHead = static_cast<size_t>(mostChunks) * stride;
+    partialStore.resize(static_cast<size_t>(s.batch) * s.heads * partialsPerHead);
+    float* partials = partialStore.data();
+    run(firstItem[s.batch], [&](size_t item) {
+      const int b = static_cast<int>(std::upper_bound(firstItem.begin(), firstItem.end(), item) - firstItem.begin()) - 1;
+      const size_t within = item - firstItem[b];
+      const int g = static_cast<int>(within / chunks[b]);
+      const int c = static_cast<int>(within % chunks[b]);
+      const int length = past[b] + 1;
+      const float* queryRows[kMostGroup];
+      float* partialRows[kMostGroup];
+      int lengths[kMostGroup];
+      for (int i = 0; i < group; i++) {
+        const int h = g * group + i;
+        queryRows[i] = queries.data() + (static_cast<size_t>(b) * s.heads + h) * D;
+        partialRows[i] = partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead + static_cast<size_t>(c) * stride;
+        lengths[i] = length;
+      }
+      thread_local std::vector<float> scores;
+      scores.resize(static_cast<size_t>(group) * kPositionChunk);
+      const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan;
+      AttendChunk(queryRows, lengths, group, c * kPositionChunk, std::min(length, (c + 1) * kPositionChunk),
+                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows);
+    });
+    for (int b = 0; b < s.batch; b++)
+      for (int h = 0; h < s.heads; h++)
+        MergePartials(partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead, chunks[b], stride, s.headDim,
+                      out + (static_cast<size_t>(b) * s.heads + h) * D);
+    return nullptr;
+  }
+
+  // Prefill: a work item is (row, query head, block of up to kTokenBlock new tokens), token i of
+  // the block seeing the cached positions and the new ones up to itself.
+  const int blocks = (s.sequence + kTokenBlock - 1) / kTokenBlock;
+  const size_t items = static_cast<size_t>(s.batch) * s.heads * blocks;
+  run(items, [&](size_t item) {
     const int block = static_cast<int>(item % blocks);
     const int h = static_cast<int>((item / blocks) % s.heads);
     const int b = static_cast<int>(item / blocks / s.heads);
@@ -352,25 +446,30 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     const int first = block * kTokenBlock;
     const int count = std::min(s.sequence, first + kTokenBlock) - first;
     const float* queryRows[kTokenBlock];
-    float* outRows[kTokenBlock];
     int lengths[kTokenBlock];
     for (int i = 0; i < count; i++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
       queryRows[i] = queries.data() + (token * s.heads + h) * D;
-      outRows[i] = out + (token * s.heads + h) * D;
-      // Causal: a new token sees the cached positions and the new ones up to itself.
       lengths[i] = past[b] + first + i + 1;
     }
-    const int stride = lengths[count - 1];
+    const int chunkCount = ChunksOf(lengths[count - 1]);
+    // partials[i][c]
+    thread_local std::vector<float> partialStore;
     thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(count) * stride) scores.resize(static_cast<size_t>(count) * stride);
-    AttendBlock(queryRows, lengths, count, keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale,
-                scores.data(), stride, outRows);
-  };
-  if (pairs < kParallelPairs)
-    for (size_t item = 0; item < items; item++) attend(item);
-  else
-    parallelFor(items, attend);
+    partialStore.resize(static_cast<size_t>(count) * chunkCount * stride);
+    scores.resize(static_cast<size_t>(count) * kPositionChunk);
+    float* partialRows[kTokenBlock];
+    for (int c = 0; c < chunkCount; c++) {
+      for (int i = 0; i < count; i++) partialRows[i] = partialStore.data() + (static_cast<size_t>(i) * chunkCount + c) * stride;
+      AttendChunk(queryRows, lengths, count, c * kPositionChunk, std::min(lengths[count - 1], (c + 1) * kPositionChunk),
+                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows);
+    }
+    for (int i = 0; i < count; i++) {
+      const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
+      MergePartials(partialStore.data() + static_cast<size_t>(i) * chunkCount * stride, ChunksOf(lengths[i]), stride,
+                    s.headDim, out + (token * s.heads + h) * D);
+    }
+  });
   return nullptr;
 }
 
