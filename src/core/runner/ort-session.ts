@@ -54,6 +54,9 @@ export async function createDecoderSession(
     executionMode: "sequential",
     intraOpNumThreads,
     interOpNumThreads,
+    // As the native session (native/src/session.cc): the intra-op threads stop spinning when a
+    // run returns, so the engine's work between steps does not share the cores with them.
+    extra: { session: { force_spinning_stop: "1" } },
   });
 }
 
