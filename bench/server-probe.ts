@@ -103,6 +103,9 @@ export interface EngineGauges {
   /** V8 heap committed (in use, free within its pages, and spare pages), the same two ways. */
   mainHeapCommittedBytes: number;
   engineHeapCommittedBytes: number;
+  /** The chat-template render threads' heaps together: in use, committed. */
+  templateHeapBytes: number;
+  templateHeapCommittedBytes: number;
 }
 
 /** The values of one metric's labelled series in a /metrics text (`name{label="prefix` narrows them). */
@@ -129,6 +132,8 @@ export async function engineGauges(url: string): Promise<EngineGauges> {
     engineHeapBytes: sum('ortserve_heap_used_bytes{thread="engine-'),
     mainHeapCommittedBytes: sum('ortserve_heap_total_bytes{thread="main"'),
     engineHeapCommittedBytes: sum('ortserve_heap_total_bytes{thread="engine-'),
+    templateHeapBytes: sum('ortserve_heap_used_bytes{thread="template-'),
+    templateHeapCommittedBytes: sum('ortserve_heap_total_bytes{thread="template-'),
   };
 }
 

@@ -86,6 +86,7 @@ interface Sample {
   engineHeapMiB: number;
   mainCommittedMiB: number;
   engineCommittedMiB: number;
+  templateCommittedMiB: number;
   tokensPerSecond: number;
 }
 
@@ -175,13 +176,14 @@ try {
         engineHeapMiB: g.engineHeapBytes / MiB,
         mainCommittedMiB: g.mainHeapCommittedBytes / MiB,
         engineCommittedMiB: g.engineHeapCommittedBytes / MiB,
+        templateCommittedMiB: g.templateHeapCommittedBytes / MiB,
         tokensPerSecond: windowTokens / ((now - last) / 1000),
       });
       const s = samples.at(-1)!;
       console.log(
         `t=${s.atSeconds}s rss ${s.rssMiB.toFixed(0)} MiB, fds ${s.openFds}, running ${s.running}, ` +
           `KV ${s.kvMiB.toFixed(1)} MiB, V8 heap main ${s.mainHeapMiB.toFixed(1)} / engine ${s.engineHeapMiB.toFixed(1)} MiB ` +
-          `(committed ${s.mainCommittedMiB.toFixed(1)} / ${s.engineCommittedMiB.toFixed(1)}), ` +
+          `(committed ${s.mainCommittedMiB.toFixed(1)} / ${s.engineCommittedMiB.toFixed(1)}; templates ${s.templateCommittedMiB.toFixed(1)}), ` +
           `${s.tokensPerSecond.toFixed(1)} tok/s`,
       );
       windowTokens = 0;
@@ -247,7 +249,8 @@ try {
   );
   console.log(
     `V8 heap committed, the same tenths: main ${firstToLast((s) => s.mainCommittedMiB)}, ` +
-      `engine workers ${firstToLast((s) => s.engineCommittedMiB)}`,
+      `engine workers ${firstToLast((s) => s.engineCommittedMiB)}, ` +
+      `template render threads ${firstToLast((s) => s.templateCommittedMiB)}`,
   );
   const startRate = meanRate(afterWarm.slice(0, tenth));
   const endRate = meanRate(afterWarm.slice(-tenth));

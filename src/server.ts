@@ -155,6 +155,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         metrics.heapUsedBytes.set(h.usedBytes, { thread: `engine-${i}` });
         metrics.heapTotalBytes.set(h.totalBytes, { thread: `engine-${i}` });
       });
+      (await engine.templates.heapStatistics()).forEach((h, i) => {
+        metrics.heapUsedBytes.set(h.usedBytes, { thread: `template-${i}` });
+        metrics.heapTotalBytes.set(h.totalBytes, { thread: `template-${i}` });
+      });
       const stats = (await engine.stats()) as Record<string, EngineStats>;
       for (const [key, s] of Object.entries(stats)) {
         const engine = (JSON.parse(key) as { modelDir: string }).modelDir;

@@ -68,6 +68,23 @@ export class TemplatePool {
     this.pool.on("error", () => {});
   }
 
+  /**
+   * Each render thread's V8 heap (in use, committed), for /metrics: every thread is its own
+   * isolate. A thread that is gone or does not answer reports zeros.
+   */
+  async heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
+    return Promise.all(
+      this.pool.threads.map(async (thread) => {
+        try {
+          const h = await thread.getHeapStatistics();
+          return { usedBytes: h.used_heap_size, totalBytes: h.total_heap_size };
+        } catch {
+          return { usedBytes: 0, totalBytes: 0 };
+        }
+      }),
+    );
+  }
+
   /** Renders a chat as `renderChat` does; template failures and overruns are 400 ApiErrors. */
   async render(source: ChatTemplateSource, options: RenderChatOptions): Promise<RenderedChat> {
     let outcome: RenderOutcome;

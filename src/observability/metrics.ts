@@ -181,12 +181,12 @@ export class Metrics {
     );
     gauge(
       "ortserve_heap_used_bytes",
-      "V8 heap in use, per JavaScript thread (main: HTTP and scheduling; engine-N: engine worker N).",
+      "V8 heap in use, per JavaScript thread (main: HTTP and scheduling; engine-N: engine worker N; template-N: chat-template render thread N).",
       this.heapUsedBytes,
     );
     gauge(
       "ortserve_heap_total_bytes",
-      "V8 heap committed, per JavaScript thread (main; engine-N).",
+      "V8 heap committed, per JavaScript thread (main; engine-N; template-N).",
       this.heapTotalBytes,
     );
     return `${out.join("\n")}\n`;

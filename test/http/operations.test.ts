@@ -203,8 +203,9 @@ describe("/metrics", () => {
     expect(sum(samples, "ortserve_queue_depth")).toBe(0);
     expect(sum(samples, "ortserve_running_sequences")).toBe(0);
     expect(sum(samples, "ortserve_kv_cache_bytes")).toBeGreaterThan(0);
-    // The V8 heaps of the main thread and of the one engine worker, each in use <= committed.
-    for (const thread of ["main", "engine-0"]) {
+    // The V8 heaps of the main thread, the one engine worker and a template render thread, each
+    // in use <= committed.
+    for (const thread of ["main", "engine-0", "template-0"]) {
       const used = sum(samples, "ortserve_heap_used_bytes", { thread });
       expect(used, thread).toBeGreaterThan(0);
       expect(sum(samples, "ortserve_heap_total_bytes", { thread }), thread).toBeGreaterThanOrEqual(used);
