@@ -8,6 +8,7 @@
 import { Piscina } from "piscina";
 import { ApiError, internalError, invalidRequest } from "../errors.ts";
 import { BudgetExceeded, runBudgeted } from "../util/budgeted-task.ts";
+import { type ThreadHeap, threadHeap } from "../util/thread-heap.ts";
 import type { RenderChatOptions, RenderedChat } from "./render.ts";
 import type { RenderOutcome, RenderTask } from "./render-worker.ts";
 import type { ChatTemplateSource } from "./source.ts";
@@ -72,17 +73,8 @@ export class TemplatePool {
    * Each render thread's V8 heap (in use, committed), for /metrics: every thread is its own
    * isolate. A thread that is gone or does not answer reports zeros.
    */
-  async heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
-    return Promise.all(
-      this.pool.threads.map(async (thread) => {
-        try {
-          const h = await thread.getHeapStatistics();
-          return { usedBytes: h.used_heap_size, totalBytes: h.total_heap_size };
-        } catch {
-          return { usedBytes: 0, totalBytes: 0 };
-        }
-      }),
-    );
+  heapStatistics(): Promise<ThreadHeap[]> {
+    return Promise.all(this.pool.threads.map(threadHeap));
   }
 
   /** Renders a chat as `renderChat` does; template failures and overruns are 400 ApiErrors. */

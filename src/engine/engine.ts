@@ -39,6 +39,7 @@ import { engineErrorToApiError, internalError, modelNotFound, unavailable } from
 import { availableFormats } from "../models/registry/weights.ts";
 import { ModelRegistry, type Resolution } from "../models/registry.ts";
 import { modelsDir as defaultModelsDir } from "../util/paths.ts";
+import type { ThreadHeap } from "../util/thread-heap.ts";
 import { EnginePool } from "../workers/pool.ts";
 import { type ModelInfo, modelInfo } from "./model-info.ts";
 
@@ -390,7 +391,7 @@ export class Engine {
   }
 
   /** Each engine worker's V8 heap (bytes in use and committed), by worker index. */
-  heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
+  heapStatistics(): Promise<ThreadHeap[]> {
     return this.pool.heapStatistics();
   }
 

@@ -7,6 +7,7 @@
 import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
+import { type ThreadHeap, threadHeap } from "../util/thread-heap.ts";
 import type { WorkerTask } from "./worker.ts";
 
 export interface EnginePoolOptions {
@@ -186,17 +187,8 @@ export class EnginePool {
    * Each engine worker's V8 heap, by worker index: bytes in use and committed. A worker that is
    * gone or does not answer reports zeros.
    */
-  async heapStatistics(): Promise<{ usedBytes: number; totalBytes: number }[]> {
-    return Promise.all(
-      this.slots.map(async (s) => {
-        try {
-          const h = await s.pool.threads[0]?.getHeapStatistics();
-          return { usedBytes: h?.used_heap_size ?? 0, totalBytes: h?.total_heap_size ?? 0 };
-        } catch {
-          return { usedBytes: 0, totalBytes: 0 };
-        }
-      }),
-    );
+  heapStatistics(): Promise<ThreadHeap[]> {
+    return Promise.all(this.slots.map((s) => threadHeap(s.pool.threads[0])));
   }
 
   get threads(): number {
