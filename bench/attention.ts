@@ -1,8 +1,8 @@
 /**
  * Attention A/B at the session level: one decode step of one row at 100 and at 1,500 cached
  * positions (median of `--steps`) and a 1,024-token prefill (two chunks of 512), for ONNX Runtime's
- * GroupQueryAttention, ortserve's kernel over a float32 cache, and ortserve's kernel over a
- * float16 cache, on the default model's q4 weights. Each variant runs in its own process, one after
+ * GroupQueryAttention, and ortserve's kernel over a float32, a float16 and an int8 cache, on the
+ * default model's q4 weights. Each variant runs in its own process, one after
  * the other, `--runs` rounds: sessions in one process would each keep a spinning thread pool.
  *
  *   node bench/attention.ts [--runs 3] [--steps 40] [--threads 2]
@@ -28,9 +28,10 @@ const { values } = parseArgs({
 });
 
 const VARIANTS = {
-  "onnxruntime GQA, float32 cache": { cachedAttention: false, half: false },
-  "ortserve kernel, float32 cache": { cachedAttention: true, half: false },
-  "ortserve kernel, float16 cache": { cachedAttention: true, half: true },
+  "onnxruntime GQA, float32 cache": { cachedAttention: false, dtype: "float32" },
+  "ortserve kernel, float32 cache": { cachedAttention: true, dtype: "float32" },
+  "ortserve kernel, float16 cache": { cachedAttention: true, dtype: "float16" },
+  "ortserve kernel, int8 cache": { cachedAttention: true, dtype: "int8" },
 } as const;
 type Variant = keyof typeof VARIANTS;
 
@@ -44,12 +45,12 @@ async function measure(variant: Variant): Promise<Figures> {
   if (!nativeSessions) throw new Error("the native session addon is not built (npm run build:native)");
   const dir = join(modelsDir(), "smollm2-135m-instruct");
   const c = readModelConfig(dir).decoder;
-  const { cachedAttention, half } = VARIANTS[variant];
+  const { cachedAttention, dtype } = VARIANTS[variant];
   const session = nativeSessions.create(weightPath(dir, "q4"), {
     intraOpThreads: Number(values.threads),
     interOpThreads: 1,
     cachedAttention,
-    kvCacheDtype: half ? "float16" : "float32",
+    kvCacheDtype: dtype,
   });
   const shape = { layers: c.numLayers, kvHeads: c.numKvHeads, headDim: c.headDim };
   const runner = new BatchRunner(
@@ -58,7 +59,7 @@ async function measure(variant: Variant): Promise<Figures> {
       maxRows: 2,
       maxPositions: 2048,
       initialPositions: 64,
-      dtype: half ? "float16" : "float32",
+      dtype,
     }),
   );
   const tokens = Array.from({ length: 2048 }, (_, i) => ((i * 37 + 11) % 4000) + 100);

@@ -57,6 +57,7 @@ async function benchOrtserve(prompts: number[][], long: Record<number, number[]>
     prefillChunk: 256,
     prefixCacheBytes: 256 << 20,
     intraOpThreads: 2,
+    kvCacheDtype: "auto",
     jumpForward: true,
     grammarCompileTimeoutMs: 0,
   };

@@ -7,6 +7,7 @@ import type { Server } from "node:http";
 import { getHeapStatistics } from "node:v8";
 import type { TemplatePoolOptions } from "./chat/index.ts";
 import type { EngineStats } from "./core/step/engine-core.ts";
+import type { KvCacheDtypeSetting } from "./core/types.ts";
 import { ENGINE_DEFAULTS, Engine } from "./engine/engine.ts";
 import { createApp } from "./http/app.ts";
 import { ModelRegistry } from "./models/registry.ts";
@@ -37,6 +38,8 @@ export interface ServerConfig {
   maxModelLen: number;
   prefillChunk: number;
   prefixCacheBytes: number;
+  /** The KV cache's element type ("auto": the weight format's). */
+  kvCacheDtype: KvCacheDtypeSetting;
   /** Structured outputs' jump-forward (forced text joins without sampling). */
   jumpForward: boolean;
   /** Milliseconds a new structured-output constraint may take to compile; 0: no budget. */
@@ -109,6 +112,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxModelLen: config.maxModelLen,
     prefillChunk: config.prefillChunk,
     prefixCacheBytes: config.prefixCacheBytes,
+    kvCacheDtype: config.kvCacheDtype,
     jumpForward: config.jumpForward,
     grammarCompileTimeoutMs: config.grammarCompileTimeoutMs,
     templates: config.templates,
@@ -166,6 +170,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         metrics.runningSequences.set(s.running, { engine });
         metrics.kvCacheBytes.set(s.kvBytes, { engine });
         metrics.kvCacheUsedBytes.set(s.kvUsedBytes, { engine });
+        metrics.cacheConfig.set(1, {
+          engine,
+          cache_dtype: s.kvCacheDtype,
+          bytes_per_token: String(s.kvBytesPerToken),
+        });
         metrics.engineSteps.setTotal(s.steps, { engine });
         metrics.abortsFreed.setTotal(s.abortsFreed, { engine });
         metrics.jumpForwardTokens.setTotal(s.jumpForwardTokens, { engine });

@@ -95,15 +95,53 @@ uint16_t FloatToHalf(float f) {
   return sign | static_cast<uint16_t>(half);
 }
 
-// A cache element: float, or binary16 (Half) for the half-precision cache.
+// A cache element: float, binary16 (Half) for the half-precision cache, or a signed byte (Q8) of
+// the 8-bit cache, whose position rows are headDim bytes followed by their float scale
+// (symmetric, one scale per position and head: value = byte x scale).
 struct Half {
   uint16_t bits;
 };
+struct Q8 {
+  int8_t value;
+};
 inline float ToFloat(float x) { return x; }
 inline float ToFloat(Half h) { return HalfToFloat(h.bits); }
+inline float ToFloat(Q8 q) { return q.value; }
+
+// Elements from one cached position to the next.
+template <typename T>
+constexpr int RowStride(int headDim) {
+  return headDim;
+}
+template <>
+constexpr int RowStride<Q8>(int headDim) {
+  return headDim + static_cast<int>(sizeof(float));
+}
+// What a cached position's elements are multiplied by to give its values (1 but for Q8).
+template <typename T>
+inline float RowScale(const T*, int) {
+  return 1.0f;
+}
+template <>
+inline float RowScale<Q8>(const Q8* row, int headDim) {
+  float scale;
+  std::memcpy(&scale, row + headDim, sizeof scale);
+  return scale;
+}
+
 inline void StoreRow(const float* in, float* out, int n) { std::copy_n(in, n, out); }
 inline void StoreRow(const float* in, Half* out, int n) {
   for (int i = 0; i < n; i++) out[i].bits = FloatToHalf(in[i]);
+}
+// Rounds to the nearest of 255 levels spanning the row's largest magnitude.
+inline void StoreRow(const float* in, Q8* out, int n) {
+  float most = 0;
+  for (int i = 0; i < n; i++) most = std::max(most, std::fabs(in[i]));
+  const float scale = most / 127.0f;
+  const float inverse = scale > 0 ? 1.0f / scale : 0.0f;
+  for (int i = 0; i < n; i++)
+    out[i].value = static_cast<int8_t>(std::clamp(std::nearbyint(in[i] * inverse), -127.0f, 127.0f));
+  std::memcpy(out + n, &scale, sizeof scale);
 }
 
 // Rotary embedding, non-interleaved halves (as GroupQueryAttention with
@@ -122,11 +160,12 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
 
 template <typename T>
 void ScoresScalar(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
+  const size_t stride = RowStride<T>(headDim);
   for (int j = 0; j < length; j++) {
-    const T* k = keys + static_cast<size_t>(j) * headDim;
+    const T* k = keys + j * stride;
     float s = 0;
     for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
-    scores[j] = s * scale;
+    scores[j] = s * (scale * RowScale(k, headDim));
   }
 }
 
@@ -146,9 +185,10 @@ float SoftmaxNumeratorsScalar(float* scores, int length, float* maxOut) {
 // out += sum over j of weights[j] values[j].
 template <typename T>
 void AccumulateValuesScalar(const float* weights, const T* values, int length, int headDim, float* out) {
+  const size_t stride = RowStride<T>(headDim);
   for (int j = 0; j < length; j++) {
-    const float w = weights[j];
-    const T* v = values + static_cast<size_t>(j) * headDim;
+    const T* v = values + j * stride;
+    const float w = weights[j] * RowScale(v, headDim);
     for (int d = 0; d < headDim; d++) out[d] += w * ToFloat(v[d]);
   }
 }
@@ -166,16 +206,20 @@ AVX2_FMA_FN inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
 AVX2_FMA_FN inline __m256 Load8(const Half* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+AVX2_FMA_FN inline __m256 Load8(const Q8* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 
 template <typename T>
 AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
+  const size_t stride = RowStride<T>(headDim);
   const __m128 scale4 = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= length; j += 4) {
-    const T* k0 = keys + static_cast<size_t>(j) * headDim;
-    const T* k1 = k0 + headDim;
-    const T* k2 = k1 + headDim;
-    const T* k3 = k2 + headDim;
+    const T* k0 = keys + j * stride;
+    const T* k1 = k0 + stride;
+    const T* k2 = k1 + stride;
+    const T* k3 = k2 + stride;
     __m256 a0 = _mm256_setzero_ps();
     __m256 a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps();
@@ -187,14 +231,16 @@ AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headD
       a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
       a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
     }
-    _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), scale4));
+    const __m128 rowScales =
+        _mm_setr_ps(RowScale(k0, headDim), RowScale(k1, headDim), RowScale(k2, headDim), RowScale(k3, headDim));
+    _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), _mm_mul_ps(scale4, rowScales)));
   }
   for (; j < length; j++) {
-    const T* k = keys + static_cast<size_t>(j) * headDim;
+    const T* k = keys + j * stride;
     __m256 a = _mm256_setzero_ps();
     for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
     const __m128 s = Sum4(a, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
-    scores[j] = _mm_cvtss_f32(s) * scale;
+    scores[j] = _mm_cvtss_f32(s) * (scale * RowScale(k, headDim));
   }
 }
 
@@ -228,22 +274,26 @@ AVX2_FMA_FN float SoftmaxNumeratorsAvx2(float* scores, int length, float* maxOut
 
 template <typename T>
 AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int length, int headDim, float* out) {
+  const size_t stride = RowStride<T>(headDim);
   int d0 = 0;
   // Eight accumulators (64 dimensions) stay in registers across the positions.
   for (; d0 + 64 <= headDim; d0 += 64) {
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_loadu_ps(out + d0 + 8 * i);
     for (int j = 0; j < length; j++) {
-      const __m256 w = _mm256_set1_ps(weights[j]);
-      const T* v = values + static_cast<size_t>(j) * headDim + d0;
+      const T* row = values + j * stride;
+      const __m256 w = _mm256_set1_ps(weights[j] * RowScale(row, headDim));
+      const T* v = row + d0;
       for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
     }
     for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + d0 + 8 * i, acc[i]);
   }
   for (; d0 < headDim; d0 += 8) {
     __m256 acc = _mm256_loadu_ps(out + d0);
-    for (int j = 0; j < length; j++)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j]), Load8(values + static_cast<size_t>(j) * headDim + d0), acc);
+    for (int j = 0; j < length; j++) {
+      const T* row = values + j * stride;
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j] * RowScale(row, headDim)), Load8(row + d0), acc);
+    }
     _mm256_storeu_ps(out + d0, acc);
   }
 }
@@ -283,6 +333,7 @@ template <typename T>
 void AttendChunk(const float* const* queries, const int* lengths, int count, int first, int end, const T* keys,
                  const T* values, int headDim, float scale, bool avx, float* scores, float* const* partials) {
   const size_t D = static_cast<size_t>(headDim);
+  const size_t stride = RowStride<T>(headDim);
   auto forEachTile = [&](auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile)
       for (int i = 0; i < count; i++) {
@@ -293,9 +344,9 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   forEachTile([&](int i, int j0, int n) {
     float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return ScoresAvx2(queries[i], keys + j0 * D, n, headDim, scale, row);
+    if (avx) return ScoresAvx2(queries[i], keys + j0 * stride, n, headDim, scale, row);
 #endif
-    ScoresScalar(queries[i], keys + j0 * D, n, headDim, scale, row);
+    ScoresScalar(queries[i], keys + j0 * stride, n, headDim, scale, row);
   });
   for (int i = 0; i < count; i++) {
     const int n = std::min(lengths[i], end) - first;
@@ -307,9 +358,9 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   forEachTile([&](int i, int j0, int n) {
     const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return AccumulateValuesAvx2(weights, values + j0 * D, n, headDim, partials[i] + 2);
+    if (avx) return AccumulateValuesAvx2(weights, values + j0 * stride, n, headDim, partials[i] + 2);
 #endif
-    AccumulateValuesScalar(weights, values + j0 * D, n, headDim, partials[i] + 2);
+    AccumulateValuesScalar(weights, values + j0 * stride, n, headDim, partials[i] + 2);
   });
 }
 
@@ -340,7 +391,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   if (group > kMostGroup) return "more than 64 query heads share a KV head";
   const size_t D = static_cast<size_t>(s.headDim);
   const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * D;
-  const size_t rowSpan = static_cast<size_t>(s.capacity) * D;
+  const size_t rowSpan = static_cast<size_t>(s.capacity) * RowStride<T>(s.headDim);
   const int half = s.headDim / 2;
   const int stride = PartialStride(s.headDim);
 #ifdef ORTSERVE_ATTENTION_AVX2
@@ -370,7 +421,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       const float* cosRow = cosCache + pos * half;
       const float* sinRow = sinCache + pos * half;
       for (int h = 0; h < s.heads; h++) Rotate(in + h * D, queries.data() + (token * s.heads + h) * D, s.headDim, cosRow, sinRow);
-      const size_t at = static_cast<size_t>(past[b] + t) * D;
+      const size_t at = static_cast<size_t>(past[b] + t) * RowStride<T>(s.headDim);
       for (int g = 0; g < s.kvHeads; g++) {
         const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan + at;
         Rotate(in + (s.heads + g) * D, rotated.data(), s.headDim, cosRow, sinRow);
@@ -476,10 +527,13 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
 }  // namespace
 
 const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
-                            bool halfCache, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
-                            const float* sinCache, float* out, const ParallelFor& parallelFor) {
-  if (halfCache)
+                            CacheElement element, const int32_t* seqlensK, const int64_t* positions,
+                            const float* cosCache, const float* sinCache, float* out, const ParallelFor& parallelFor) {
+  if (element == CacheElement::kHalf)
     return Attention(shape, qkv, static_cast<Half*>(keyCache), static_cast<Half*>(valueCache), seqlensK, positions,
+                     cosCache, sinCache, out, parallelFor);
+  if (element == CacheElement::kInt8)
+    return Attention(shape, qkv, static_cast<Q8*>(keyCache), static_cast<Q8*>(valueCache), seqlensK, positions,
                      cosCache, sinCache, out, parallelFor);
   return Attention(shape, qkv, static_cast<float*>(keyCache), static_cast<float*>(valueCache), seqlensK, positions,
                    cosCache, sinCache, out, parallelFor);

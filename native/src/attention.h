@@ -25,17 +25,27 @@ struct AttentionShape {
   float scale = 0;
 };
 
+// How the cache holds a cached position's headDim values: floats; IEEE binary16; or headDim
+// signed bytes followed by the float they are multiplied by (symmetric 8-bit, one scale per
+// position and KV head), headDim + 4 bytes in all.
+enum class CacheElement { kFloat, kHalf, kInt8 };
+
+// Elements (of the cache's type) from one cached position to the next.
+inline int CacheRowElements(CacheElement element, int headDim) {
+  return element == CacheElement::kInt8 ? headDim + 4 : headDim;
+}
+
 // Runs fn(item) for item in [0, count), possibly in parallel.
 using ParallelFor = std::function<void(size_t count, const std::function<void(size_t)>& fn)>;
 
 // qkv [batch, sequence, (heads + 2 kvHeads) headDim]; keyCache and valueCache
-// [batch, kvHeads, capacity, headDim] of float, or of IEEE binary16 with
-// halfCache, updated in place at each row's new positions; seqlensK [batch] =
+// [batch, kvHeads, capacity, CacheRowElements(element, headDim)] of the element's
+// type, updated in place at each row's new positions; seqlensK [batch] =
 // row length after this step minus one; positions [batch, sequence]; cos/sin
 // [rotaryPositions, headDim / 2]; out [batch, sequence, heads headDim].
 // Returns nullptr, or what is wrong.
 const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
-                            bool halfCache, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                            CacheElement element, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
                             const float* sinCache, float* out, const ParallelFor& parallelFor);
 
 }  // namespace ortserve

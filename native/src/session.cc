@@ -161,15 +161,16 @@ struct AttentionKernel {
   int heads = 0;
   int kvHeads = 0;
   float scale = 0;
-  bool halfCache = false;
+  ortserve::CacheElement element = ortserve::CacheElement::kFloat;
 };
 
 // The operator ONNX Runtime sees, and which cache precision it runs: CachedAttention keeps the
-// cache in float, CachedAttentionHalf in IEEE binary16 (ONNX float16).
+// cache in float, CachedAttentionHalf in IEEE binary16 (ONNX float16), CachedAttentionInt8 in
+// bytes with a scale per position (ONNX int8, headDim + 4 per position).
 struct AttentionOp {
   OrtCustomOp op;
   const char* name;
-  bool halfCache;
+  ortserve::CacheElement element;
 };
 
 static_assert(offsetof(AttentionOp, op) == 0, "ONNX Runtime hands the OrtCustomOp back: it must start the struct");
@@ -181,7 +182,14 @@ constexpr size_t kAttentionInputs = 7;
 const char* ORT_API_CALL AttentionName(const OrtCustomOp* op) { return OpOf(op).name; }
 const char* ORT_API_CALL AttentionProvider(const OrtCustomOp*) { return "CPUExecutionProvider"; }
 ONNXTensorElementDataType CacheType(const OrtCustomOp* op) {
-  return OpOf(op).halfCache ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  switch (OpOf(op).element) {
+    case ortserve::CacheElement::kHalf:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+    case ortserve::CacheElement::kInt8:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
+    default:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  }
 }
 ONNXTensorElementDataType ORT_API_CALL AttentionInputType(const OrtCustomOp* op, size_t index) {
   if (index == 1 || index == 2) return CacheType(op);
@@ -220,7 +228,7 @@ OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp* op, const OrtApi* api
   kernel->heads = static_cast<int>(heads);
   kernel->kvHeads = static_cast<int>(kvHeads);
   kernel->scale = scale;
-  kernel->halfCache = OpOf(op).halfCache;
+  kernel->element = OpOf(op).element;
   *out = kernel;
   return nullptr;
 }
@@ -281,7 +289,9 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   shape.sequence = static_cast<int>(qkv.dims[1]);
   shape.heads = kernel.heads;
   shape.kvHeads = kernel.kvHeads;
-  shape.headDim = static_cast<int>(pastKey.dims[3]);
+  // A position of the 8-bit cache holds its scale after the head's values.
+  const int scaleElements = ortserve::CacheRowElements(kernel.element, 0);
+  shape.headDim = static_cast<int>(pastKey.dims[3]) - scaleElements;
   shape.capacity = static_cast<int>(pastKey.dims[2]);
   shape.rotaryPositions = in[4].dims[0];
   shape.scale = kernel.scale != 0 ? kernel.scale : 1.0f / std::sqrt(static_cast<float>(shape.headDim));
@@ -300,14 +310,16 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   for (size_t o = 0; o < 3 && error.empty(); o++) error = failure(ort->GetTensorMutableData(outputs[o], &out[o]));
   if (!error.empty()) return error;
   // Present bound over past (the engine's case) is updated in place; otherwise it starts as a copy.
-  size_t cacheBytes = kernel.halfCache ? 2 : sizeof(float);
+  size_t cacheBytes = kernel.element == ortserve::CacheElement::kHalf   ? 2
+                      : kernel.element == ortserve::CacheElement::kInt8 ? 1
+                                                                       : sizeof(float);
   for (int64_t d : pastKey.dims) cacheBytes *= static_cast<size_t>(d);
   if (out[1] != pastKey.data) std::memcpy(out[1], pastKey.data, cacheBytes);
   if (out[2] != pastValue.data) std::memcpy(out[2], pastValue.data, cacheBytes);
 
   const ortserve::ParallelFor parallelFor = ParallelForOf(context);
   const char* problem = ortserve::CachedAttention(
-      shape, static_cast<const float*>(qkv.data), out[1], out[2], kernel.halfCache, static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
+      shape, static_cast<const float*>(qkv.data), out[1], out[2], kernel.element, static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
       static_cast<const float*>(in[4].data), static_cast<const float*>(in[5].data), static_cast<float*>(out[0]),
       parallelFor);
   return problem != nullptr ? problem : "";
@@ -355,10 +367,10 @@ OrtCustomOp CpuOp(const OpCallbacks& callbacks) {
   return op;
 }
 
-AttentionOp MakeAttentionOp(const char* name, bool halfCache) {
+AttentionOp MakeAttentionOp(const char* name, ortserve::CacheElement element) {
   AttentionOp def{};
   def.name = name;
-  def.halfCache = halfCache;
+  def.element = element;
   def.op = CpuOp({AttentionName, AttentionInputType, AttentionInputCount, AttentionOutputType, AttentionOutputCount, AttentionDestroy, AttentionCreate, AttentionCompute});
   return def;
 }
@@ -573,8 +585,9 @@ const EpilogueOp gEpilogueOps[] = {MakeEpilogueOp("BlockOffsetAdd", true, false)
                                    MakeEpilogueOp("SwiGlu", false, true),
                                    MakeEpilogueOp("BlockOffsetSwiGlu", true, true)};
 
-const AttentionOp gAttentionOps[] = {MakeAttentionOp("CachedAttention", false),
-                                     MakeAttentionOp("CachedAttentionHalf", true)};
+const AttentionOp gAttentionOps[] = {MakeAttentionOp("CachedAttention", ortserve::CacheElement::kFloat),
+                                     MakeAttentionOp("CachedAttentionHalf", ortserve::CacheElement::kHalf),
+                                     MakeAttentionOp("CachedAttentionInt8", ortserve::CacheElement::kInt8)};
 
 // The "ortserve" operator domain, made once and kept for the process (sessions refer to it).
 OrtCustomOpDomain* attentionDomain = nullptr;

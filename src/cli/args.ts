@@ -1,5 +1,6 @@
 /** Small helpers shared by the subcommands for turning argv into checked options. */
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { KV_CACHE_DTYPE_SETTINGS, type KvCacheDtypeSetting } from "../core/types.ts";
 import { MODEL_FORMATS, type ModelFormat } from "../models/fetch/model-meta.ts";
 
 /** A mistake in how the command was called: reported without a stack, exit code 2. */
@@ -23,6 +24,17 @@ export function parseFormat(value: string | undefined, fallback: ModelFormat): M
   if (value === undefined) return fallback;
   if ((MODEL_FORMATS as readonly string[]).includes(value)) return value as ModelFormat;
   throw new UsageError(`--format must be one of ${MODEL_FORMATS.join(", ")} (got "${value}")`);
+}
+
+export function parseKvCacheDtype(
+  value: string | undefined,
+  fallback: KvCacheDtypeSetting,
+): KvCacheDtypeSetting {
+  if (value === undefined) return fallback;
+  if ((KV_CACHE_DTYPE_SETTINGS as readonly string[]).includes(value)) return value as KvCacheDtypeSetting;
+  throw new UsageError(
+    `--kv-cache-dtype must be one of ${KV_CACHE_DTYPE_SETTINGS.join(", ")} (got "${value}")`,
+  );
 }
 
 export function parsePositiveInt(name: string, value: string | undefined, fallback: number): number {

@@ -4,6 +4,7 @@
  * a validated HTTP request and turns EngineEvents into responses or stream chunks.
  */
 
+import type { KvDtype } from "./runner/kv-rows.ts";
 import type { RequestSampling } from "./sample/params.ts";
 import type { RepetitionDetection } from "./sample/repetition.ts";
 import type { StructuredConstraint } from "./structured/constraint-spec.ts";
@@ -112,6 +113,10 @@ export type EngineErrorCode =
   /** The server is shutting down. */
   | "unavailable";
 
+/** What `--kv-cache-dtype` takes: a cache element type, or the weight format's own ("auto"). */
+export type KvCacheDtypeSetting = "auto" | KvDtype;
+export const KV_CACHE_DTYPE_SETTINGS: readonly KvCacheDtypeSetting[] = ["auto", "float32", "float16", "int8"];
+
 export interface EngineCoreConfig {
   modelDir: string;
   format: "q4" | "fp32";
@@ -125,6 +130,11 @@ export interface EngineCoreConfig {
   /** Bytes the prefix cache may hold. */
   prefixCacheBytes: number;
   intraOpThreads: number;
+  /**
+   * The KV cache's element type; "auto": the weight format's (float16 for q4, float32 for fp32).
+   * float16 and int8 need the native session.
+   */
+  kvCacheDtype: KvCacheDtypeSetting;
   /** Structured outputs: text the grammar forces joins the output without sampling (jump-forward). */
   jumpForward: boolean;
   /** Milliseconds a new structured-output constraint may take to compile (0: no budget). */

@@ -32,6 +32,7 @@ import type {
   EngineEvent,
   EngineRequest,
   FinishReason,
+  KvCacheDtypeSetting,
   PromptTokenLogprob,
   TokenLogprob,
 } from "../core/types.ts";
@@ -64,6 +65,8 @@ export interface EngineOptions {
   prefixCacheBytes?: number;
   /** Serve this weight format wherever a model has it (default: each model's own choice). */
   format?: ModelFormat;
+  /** The KV cache's element type (default "auto": the weight format's; see EngineCoreConfig). */
+  kvCacheDtype?: KvCacheDtypeSetting;
   /** Structured outputs: forced text joins without sampling (default: on). */
   jumpForward?: boolean;
   /** Milliseconds a new structured-output constraint may take to compile; 0: no budget. */
@@ -80,6 +83,7 @@ export const ENGINE_DEFAULTS = {
   maxModelLen: 4096,
   prefillChunk: 256,
   prefixCacheBytes: 256 << 20,
+  kvCacheDtype: "auto",
   jumpForward: true,
   // The JSONSchemaBench sample compiles in 13.5 ms at the median, 12.9 s at p99 (bench/README.md).
   grammarCompileTimeoutMs: 10_000,
@@ -179,6 +183,7 @@ export class Engine {
       maxModelLen: options.maxModelLen ?? ENGINE_DEFAULTS.maxModelLen,
       prefillChunk: options.prefillChunk ?? ENGINE_DEFAULTS.prefillChunk,
       prefixCacheBytes: options.prefixCacheBytes ?? ENGINE_DEFAULTS.prefixCacheBytes,
+      kvCacheDtype: options.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype,
       jumpForward: options.jumpForward ?? ENGINE_DEFAULTS.jumpForward,
       grammarCompileTimeoutMs: options.grammarCompileTimeoutMs ?? ENGINE_DEFAULTS.grammarCompileTimeoutMs,
     };
@@ -220,6 +225,7 @@ export class Engine {
         prefillChunk: o.prefillChunk,
         prefixCacheBytes: o.prefixCacheBytes,
         intraOpThreads: o.threads,
+        kvCacheDtype: o.kvCacheDtype,
         jumpForward: o.jumpForward,
         grammarCompileTimeoutMs: o.grammarCompileTimeoutMs,
       },

@@ -67,6 +67,7 @@ export class Metrics {
   readonly runningSequences = new Gauge();
   readonly kvCacheBytes = new Gauge();
   readonly kvCacheUsedBytes = new Gauge();
+  readonly cacheConfig = new Gauge();
   readonly inFlight = new Gauge();
   readonly templateRenders = new Counter();
   readonly admissionWaiting = new Gauge();
@@ -137,6 +138,11 @@ export class Metrics {
       "ortserve_kv_cache_used_bytes",
       "KV cache bytes holding live tokens, per engine.",
       this.kvCacheUsedBytes,
+    );
+    gauge(
+      "ortserve_cache_config_info",
+      "The KV cache's configuration, per engine, in its labels (cache_dtype: float32, float16 or int8; bytes_per_token across layers); the value is 1.",
+      this.cacheConfig,
     );
     gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
     counter(

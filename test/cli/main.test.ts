@@ -32,6 +32,9 @@ describe("ortserve CLI", () => {
     const bad = cli("setup", "--format", "int3");
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain("--format must be one of q4, fp32");
+    const dtype = cli("serve", "--no-setup", "--kv-cache-dtype", "fp8");
+    expect(dtype.status).toBe(2);
+    expect(dtype.stderr).toContain("--kv-cache-dtype must be one of auto, float32, float16, int8");
     const unknown = cli("setup", "--nope");
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain("--nope");

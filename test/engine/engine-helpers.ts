@@ -13,6 +13,7 @@ export function engineConfig(modelDir: string, extra: Partial<EngineCoreConfig> 
     prefillChunk: 8,
     prefixCacheBytes: 16 << 20,
     intraOpThreads: 1,
+    kvCacheDtype: "auto",
     jumpForward: true,
     grammarCompileTimeoutMs: 0,
     ...extra,

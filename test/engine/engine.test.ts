@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import { BeamSearch } from "../../src/core/sample/beam-search.ts";
 import type { EngineCoreConfig } from "../../src/core/types.ts";
 import { EnginePool } from "../../src/workers/pool.ts";
@@ -276,6 +277,37 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     const [aborted, done] = await Promise.all([long, next]);
     expect(aborted.choices[0]!.tokens.length).toBeLessThan(200);
     expect(done.choices[0]!.tokens).toHaveLength(3);
+  });
+});
+
+describe.skipIf(!nativeSessions)("engine with an int8 KV cache (--kv-cache-dtype int8)", () => {
+  let root: string;
+  let pool: EnginePool;
+  let config: EngineCoreConfig;
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), "ortserve-engine-int8-"));
+    const { modelDir } = await buildSyntheticModel(root, ["fp32"]);
+    pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
+    config = engineConfig(modelDir, { kvCacheDtype: "int8" });
+  });
+
+  afterAll(async () => {
+    await pool?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("gives a row the same tokens batched and alone, and a prefix-cache hit the same as a miss", async () => {
+    const alone = [];
+    for (const p of prompts) alone.push((await collect(pool, config, request(p))).choices[0]!.tokens);
+    const together = await Promise.all(prompts.map((p) => collect(pool, config, request(p))));
+    expect(together.map((r) => r.choices[0]!.tokens)).toEqual(alone);
+
+    const long = Array.from({ length: 60 }, (_, i) => 3 + ((i * 37) % 250));
+    const miss = await collect(pool, config, request(long, { cacheSalt: "a" }));
+    const hit = await collect(pool, config, request(long, { cacheSalt: "a" }));
+    expect(hit.cachedTokens).toBeGreaterThanOrEqual(32);
+    expect(hit.choices[0]!.tokens).toEqual(miss.choices[0]!.tokens);
   });
 });
 

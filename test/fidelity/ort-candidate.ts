@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
+import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import type { Candidate } from "./compare.ts";
 
@@ -23,6 +24,7 @@ export async function openOrtCandidate(
   modelDir: string,
   format: ModelFormat,
   intraOpThreads = 2,
+  kvCacheDtype: KvCacheDtypeSetting = "auto",
 ): Promise<OrtCandidate> {
   const { vocabSize, maxPositions } = readModelConfig(modelDir).decoder;
   const engine = await Engine.open({
@@ -30,6 +32,7 @@ export async function openOrtCandidate(
     format,
     workers: 1,
     threads: intraOpThreads,
+    kvCacheDtype,
     // Each sequence in one forward pass, and nothing reused between cases.
     prefillChunk: maxPositions,
     prefixCacheBytes: 0,

@@ -2,8 +2,11 @@
  * `npm run fidelity`: compares the converted ONNX model (fp32 and q4) with llama.cpp on the source
  * GGUF, prints one JSON report on stdout and exits 1 when a threshold fails.
  *
- *   node test/fidelity/run.ts [--format fp32|q4] [--threads N] [--no-exact] [--calibrate] [--no-setup]
+ *   node test/fidelity/run.ts [--format fp32|q4] [--threads N] [--kv-cache-dtype auto|float32|float16|int8]
+ *                             [--no-exact] [--calibrate] [--no-setup]
  *
+ * --kv-cache-dtype runs ortserve with that KV cache (as `serve --kv-cache-dtype`); the report's
+ * `runtime` says which each format ran with.
  * --no-exact skips the second comparison against llama.cpp on a dequantized F32 copy of the GGUF;
  * --calibrate adds llama.cpp scored against itself (single-token decode, default settings).
  *
@@ -11,6 +14,7 @@
  * through `setup` unless --no-setup is given.
  */
 import { parseArgs } from "node:util";
+import { parseKvCacheDtype } from "../../src/cli/args.ts";
 import { runSetup } from "../../src/cli/commands/setup.ts";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { hasConvertedModel } from "./ort-candidate.ts";
@@ -20,6 +24,7 @@ const { values } = parseArgs({
   options: {
     format: { type: "string", multiple: true },
     threads: { type: "string" },
+    "kv-cache-dtype": { type: "string" },
     "no-exact": { type: "boolean" },
     calibrate: { type: "boolean" },
     "no-setup": { type: "boolean" },
@@ -41,6 +46,7 @@ const report = await runFidelity({
   greedyTokens: 32,
   formats,
   threads: values.threads ? Number(values.threads) : undefined,
+  kvCacheDtype: parseKvCacheDtype(values["kv-cache-dtype"], "auto"),
   exact: !values["no-exact"],
   selfCheck: values.calibrate,
   log,

@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
+import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
 import { referenceSelfConsistency, type SelfConsistency } from "./calibration.ts";
@@ -37,6 +38,8 @@ export interface FidelityOptions extends FidelityPlan {
   formats?: readonly ModelFormat[];
   modelDir?: string;
   threads?: number;
+  /** ortserve's KV cache element type (default "auto": each format's own). */
+  kvCacheDtype?: KvCacheDtypeSetting;
   /** Also compare against llama.cpp on an F32 (dequantized) copy of the GGUF. */
   exact?: boolean;
   /** Also score llama.cpp against itself (see calibration.ts). */
@@ -150,11 +153,11 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
         continue;
       }
       log(`comparing ${format}`);
-      const candidate = await openOrtCandidate(modelDir, format, threads);
+      const candidate = await openOrtCandidate(modelDir, format, threads, opts.kvCacheDtype);
       try {
         const figures = await compare(format, cases, candidate);
         formats[format] = figures;
-        runtime[format] = attentionRuntime(format);
+        runtime[format] = attentionRuntime(format, opts.kvCacheDtype);
         failures.push(...thresholdFailures(format, figures));
         if (exact) exactFormats[format] = await compare(`${format}VsExact`, exact.cases, candidate);
       } finally {

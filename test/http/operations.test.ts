@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import {
   addListingOnlyModel,
   addSyntheticModel,
@@ -203,6 +204,15 @@ describe("/metrics", () => {
     expect(sum(samples, "ortserve_queue_depth")).toBe(0);
     expect(sum(samples, "ortserve_running_sequences")).toBe(0);
     expect(sum(samples, "ortserve_kv_cache_bytes")).toBeGreaterThan(0);
+    // The fp32 model's own cache ("auto"): float32, 4 bytes per value of each layer's K and V.
+    const cacheConfig = samples.filter((x) => x.name === "ortserve_cache_config_info");
+    expect(cacheConfig).toHaveLength(1);
+    expect(cacheConfig[0]!.value).toBe(1);
+    const { layers, kvHeads, hidden, heads } = SYNTHETIC;
+    expect(cacheConfig[0]!.labels).toMatchObject({
+      cache_dtype: "float32",
+      bytes_per_token: String(layers * 2 * kvHeads * (hidden / heads) * 4),
+    });
     // The V8 heaps of the main thread, the one engine worker and a template render thread, each
     // in use <= committed.
     for (const thread of ["main", "engine-0", "template-0"]) {

@@ -3,7 +3,7 @@
  * GroupQueryAttention on a graph that holds nothing else, at SmolLM2's head shape (9 query heads
  * over 3 KV heads of 64) and contexts of many 64-position tiles: ragged decode steps spread over
  * the threads, prefill chunks after cached positions, and a step too small to leave the calling
- * thread; with a float32 and a float16 cache.
+ * thread; with a float32, a float16 and an 8-bit cache.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -109,6 +109,60 @@ function asHalfCache(f: Record<string, Tensor>): Record<string, Tensor> {
   return out;
 }
 
+/** The 8-bit cache's width: a position's HEAD_DIM bytes and its float32 scale. */
+const INT8_WIDTH = HEAD_DIM + 4;
+
+/**
+ * A float cache as the 8-bit cache holds it (each position's largest magnitude maps to 127), and
+ * the floats those bytes stand for, which GroupQueryAttention is given to compare against.
+ */
+function int8Cache(x: Float32Array): { bytes: Int8Array; floats: Float32Array } {
+  const positions = x.length / HEAD_DIM;
+  const bytes = new Int8Array(positions * INT8_WIDTH);
+  const scales = new DataView(bytes.buffer);
+  const dequantized = new Float32Array(x.length);
+  for (let p = 0; p < positions; p++) {
+    const row = x.subarray(p * HEAD_DIM, (p + 1) * HEAD_DIM);
+    const scale = Math.fround(row.reduce((m, v) => Math.max(m, Math.abs(v)), 0) / 127);
+    for (let d = 0; d < HEAD_DIM; d++) {
+      const q = scale > 0 ? Math.round(row[d]! / scale) : 0;
+      bytes[p * INT8_WIDTH + d] = q;
+      dequantized[p * HEAD_DIM + d] = Math.fround(q * scale);
+    }
+    scales.setFloat32(p * INT8_WIDTH + HEAD_DIM, scale, true);
+  }
+  return { bytes, floats: dequantized };
+}
+
+/** Feeds for the 8-bit operator, and the same step for GroupQueryAttention over what it holds. */
+function asInt8Cache(f: Record<string, Tensor>): {
+  ours: Record<string, Tensor>;
+  exact: Record<string, Tensor>;
+} {
+  const ours = { ...f };
+  const exact = { ...f };
+  for (const name of ["past_key_values.0.key", "past_key_values.0.value"]) {
+    const t = f[name]!;
+    const { bytes, floats } = int8Cache(t.data as Float32Array);
+    ours[name] = new Tensor("int8", bytes, [...t.dims.slice(0, 3), INT8_WIDTH]);
+    exact[name] = new Tensor("float32", floats, t.dims);
+  }
+  return { ours, exact };
+}
+
+/** The floats an 8-bit present cache stands for, laid out as a float cache. */
+function int8Floats(t: Tensor): Float32Array {
+  const bytes = t.data as Int8Array;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const positions = bytes.length / INT8_WIDTH;
+  const out = new Float32Array(positions * HEAD_DIM);
+  for (let p = 0; p < positions; p++) {
+    const scale = view.getFloat32(p * INT8_WIDTH + HEAD_DIM, true);
+    for (let d = 0; d < HEAD_DIM; d++) out[p * HEAD_DIM + d] = bytes[p * INT8_WIDTH + d]! * scale;
+  }
+  return out;
+}
+
 const floats = (t: Tensor) => t.data as Float32Array;
 
 /** A present cache's positions each row holds after the step ([0, length) of every KV head). */
@@ -128,6 +182,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
   let exact: InferenceSession;
   let ours: NativeDecoderSession;
   let oursHalf: NativeDecoderSession;
+  let oursInt8: NativeDecoderSession;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "ortserve-attention-op-"));
     const path = writeGraph(dir);
@@ -135,11 +190,13 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
     const options = { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true } as const;
     ours = nativeSessions!.create(path, options);
     oursHalf = nativeSessions!.create(path, { ...options, kvCacheDtype: "float16" });
+    oursInt8 = nativeSessions!.create(path, { ...options, kvCacheDtype: "int8" });
   });
   afterAll(async () => {
     await exact?.release();
     await ours?.release();
     await oursHalf?.release();
+    await oursInt8?.release();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -167,6 +224,21 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       // positions' rounding separates the two.
       const gotHalf = await oursHalf.run(asHalfCache(f));
       expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
+
+      // An 8-bit cache: GroupQueryAttention over the floats the cached bytes stand for, so again
+      // only the new positions' rounding (to 1/254 of their largest magnitude) separates the two;
+      // and the present cache holds what GroupQueryAttention's does, to that rounding.
+      const int8 = asInt8Cache(f);
+      const wantInt8 = await exact.run(int8.exact);
+      const gotInt8 = await oursInt8.run(int8.ours);
+      expect(gotInt8["present.0.key"]!.dims).toEqual([past.length, KV_HEADS, CAPACITY, INT8_WIDTH]);
+      expect(relativeGap(floats(wantInt8.attn!), floats(gotInt8.attn!))).toBeLessThan(5e-3);
+      for (const name of ["present.0.key", "present.0.value"]) {
+        const present = new Tensor("float32", int8Floats(gotInt8[name]!), wantInt8[name]!.dims);
+        expect(
+          relativeGap(heldPositions(wantInt8[name]!, lengths), heldPositions(present, lengths)),
+        ).toBeLessThan(1e-2);
+      }
     });
 
   it("gives a token the same floats as the last of a prefill chunk and as a decode step", async () => {

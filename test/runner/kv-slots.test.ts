@@ -185,6 +185,51 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     kv.moveRows([{ from: 3, to: 0, length: 5 }]);
     expect(read(0, 5)).toEqual(before);
   });
+  it("keeps an int8 cache as head_dim bytes and a 4-byte scale per position, through growth, blocks and moves", () => {
+    const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8, dtype: "int8" });
+    const f32 = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
+    const width = shape.headDim + 4;
+    expect(kv.bytesPerToken).toBe((f32.bytesPerToken / 4 / shape.headDim) * width);
+    const { feeds, fetches } = kv.bind(0, 2);
+    const past = feeds["past_key_values.0.key"]!;
+    expect(past.type).toBe("int8");
+    expect(past.dims).toEqual([2, shape.kvHeads, kv.capacity, width]);
+    expect((fetches["present.0.key"]!.data as Int8Array).buffer).toBe((past.data as Int8Array).buffer);
+    // Every byte of a position, its scale's included, names row, buffer, position and byte.
+    const write = (row: number, length: number) =>
+      Object.values(kv.bind(0, row + 1).feeds).forEach((t, b) => {
+        const data = t.data as Int8Array;
+        const span = kv.capacity * width;
+        for (let h = 0; h < shape.kvHeads; h++)
+          for (let p = 0; p < length; p++)
+            for (let d = 0; d < width; d++)
+              data[(row * shape.kvHeads + h) * span + p * width + d] = row * 30 + b * 10 + p + d;
+      });
+    const read = (row: number, length: number) =>
+      Object.values(kv.bind(0, row + 1).feeds).flatMap((t) => {
+        const data = t.data as Int8Array;
+        const span = kv.capacity * width;
+        return Array.from({ length: shape.kvHeads }, (_, h) => [
+          ...data.subarray(
+            (row * shape.kvHeads + h) * span,
+            (row * shape.kvHeads + h) * span + length * width,
+          ),
+        ]).flat();
+      });
+    write(1, 5);
+    const before = read(1, 5);
+    expect(before[width + 1]).toBe(30 + 1 + 1);
+    kv.ensurePositions(40);
+    expect(read(1, 5)).toEqual(before);
+    const block = kv.saveBlock(1, 0, 5);
+    expect(block.bytes).toBe(5 * kv.bytesPerToken);
+    kv.loadBlock(block, 3, 0);
+    expect(read(3, 5)).toEqual(before);
+    kv.copyRow(3, 2, 5);
+    expect(read(2, 5)).toEqual(before);
+    kv.moveRows([{ from: 3, to: 0, length: 5 }]);
+    expect(read(0, 5)).toEqual(before);
+  });
 });
 
 describe("KvSlots with the budget reserved up front (the native session's cache)", () => {

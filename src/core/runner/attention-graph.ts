@@ -16,22 +16,38 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { fuseEpilogues } from "./epilogue-graph.ts";
-import { concat, fields, lengthDelimited, readVarint, stringField, text } from "./proto-fields.ts";
+import type { KvDtype } from "./kv-rows.ts";
+import { cacheRowElements } from "./kv-slots.ts";
+import { concat, fields, lengthDelimited, readVarint, stringField, text, varint } from "./proto-fields.ts";
 
 export const ATTENTION_DOMAIN = "ortserve";
 export const ATTENTION_OP = "CachedAttention";
 /** The same kernel over a cache of IEEE binary16 (ONNX float16): half the bytes per cached position. */
 export const ATTENTION_OP_HALF = "CachedAttentionHalf";
+/**
+ * The same kernel over an 8-bit cache (ONNX int8): a position's head_dim values as signed bytes,
+ * then the float32 scale they are multiplied by, head_dim + 4 bytes where float16 takes 2 head_dim.
+ */
+export const ATTENTION_OP_INT8 = "CachedAttentionInt8";
 
 export interface AttentionGraphOptions {
-  /** Keep the KV cache in float16: past_key_values.* and present.* become float16 tensors. */
-  halfCache?: boolean;
+  /**
+   * The KV cache's element type (default float32): past_key_values.* and present.* are declared
+   * so, with the int8 cache's last dimension widened by its scale.
+   */
+  cacheDtype?: KvDtype;
   /** Replace MatMulNBits with ortserve's BlockQuantMatMul (epilogue-graph.ts). */
   quantMatMul?: boolean;
 }
 
 const FLOAT = 1;
+const INT8 = 3;
 const FLOAT16 = 10;
+const OPS: Record<KvDtype, string> = {
+  float32: ATTENTION_OP,
+  float16: ATTENTION_OP_HALF,
+  int8: ATTENTION_OP_INT8,
+};
 
 /** GroupQueryAttention's inputs the kernel takes, by index: qkv, past K/V, seqlens_k, cos, sin, positions. */
 const KEPT_INPUTS = [0, 3, 4, 5, 7, 8, 9];
@@ -87,17 +103,37 @@ export function describeModel(model: Uint8Array): { nodes: NodeSummary[]; opsets
   return { nodes, opsets };
 }
 
-/** A float tensor's ValueInfoProto (name 1, type 2 → tensor_type 1 → elem_type 1) as float16. */
-function asFloat16(valueInfo: Uint8Array): Uint8Array {
+/**
+ * The last dimension of a TensorShapeProto (dim 1 → dim_value 1) widened by `extra`; the head
+ * size is always a fixed value in converted graphs.
+ */
+function widenLastDim(shape: Uint8Array, extra: number): Uint8Array {
+  const parts = fields(shape);
+  const last = parts.findLastIndex((d) => d.number === 1);
+  const dim = last >= 0 ? fields(parts[last]!.payload!) : [];
+  const value = dim.find((x) => x.number === 1 && x.wire === 0);
+  if (!value) throw new Error("the KV cache's head size is not a fixed dimension");
+  const widened = lengthDelimited(1, Uint8Array.from([0x08, ...varint(readVarint(value.raw, 1)[0] + extra)]));
+  return concat(parts.map((d, i) => (i === last ? widened : d.raw)));
+}
+
+/**
+ * A float cache tensor's ValueInfoProto (name 1, type 2 → tensor_type 1 → elem_type 1, shape 2)
+ * declared in the cache's element type.
+ */
+function asCacheType(valueInfo: Uint8Array, dtype: KvDtype): Uint8Array {
+  const elemType = dtype === "int8" ? INT8 : FLOAT16;
   return concat(
     fields(valueInfo).map((v) => {
       if (v.number !== 2 || !v.payload) return v.raw;
       const type = fields(v.payload).map((t) => {
         if (t.number !== 1 || !t.payload) return t.raw;
         const tensor = fields(t.payload).map((e) => {
+          if (e.number === 2 && e.payload && dtype === "int8")
+            return lengthDelimited(2, widenLastDim(e.payload, cacheRowElements(dtype, 0)));
           if (e.number !== 1 || e.wire !== 0) return e.raw;
           if (readVarint(e.raw, 1)[0] !== FLOAT) throw new Error("the KV cache tensors are not float");
-          return Uint8Array.from([0x08, FLOAT16]);
+          return Uint8Array.from([0x08, elemType]);
         });
         return lengthDelimited(1, concat(tensor));
       });
@@ -111,13 +147,14 @@ const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|v
 /**
  * The ModelProto with every GroupQueryAttention node replaced, every projection epilogue fused and
  * the ortserve operator set imported, or undefined when the graph has neither (nothing to
- * replace). With `halfCache` the cache inputs and outputs are declared float16.
+ * replace). The cache inputs and outputs are declared in `cacheDtype`.
  */
 export function withCachedAttention(
   model: Uint8Array,
   opts: AttentionGraphOptions = {},
 ): Uint8Array | undefined {
-  const opType = opts.halfCache ? ATTENTION_OP_HALF : ATTENTION_OP;
+  const cacheDtype = opts.cacheDtype ?? "float32";
+  const opType = OPS[cacheDtype];
   let replaced = 0;
   let fused = 0;
   const parts: Uint8Array[] = [];
@@ -129,9 +166,9 @@ export function withCachedAttention(
     // GraphProto: node 1, input 11, output 12.
     const graph = fields(f.payload).map((g) => {
       if (!g.payload) return g.raw;
-      if (opts.halfCache && (g.number === 11 || g.number === 12)) {
+      if (cacheDtype !== "float32" && (g.number === 11 || g.number === 12)) {
         const name = text(fields(g.payload).find((v) => v.number === 1)?.payload);
-        return isCacheTensor(name) ? lengthDelimited(g.number, asFloat16(g.payload)) : g.raw;
+        return isCacheTensor(name) ? lengthDelimited(g.number, asCacheType(g.payload, cacheDtype)) : g.raw;
       }
       if (g.number !== 1) return g.raw;
       const node = rewriteNode(g.payload, opType);
@@ -160,7 +197,8 @@ export function cachedAttentionModel(
 ): string | undefined {
   const rewritten = withCachedAttention(readFileSync(modelPath), opts);
   if (!rewritten) return undefined;
-  const suffix = `cached-attention${opts.halfCache ? "-f16" : ""}${opts.quantMatMul ? "-bq" : ""}`;
+  const cacheSuffix = { float32: "", float16: "-f16", int8: "-i8" }[opts.cacheDtype ?? "float32"];
+  const suffix = `cached-attention${cacheSuffix}${opts.quantMatMul ? "-bq" : ""}`;
   const target = join(dirname(modelPath), `.${basename(modelPath, ".onnx")}.${suffix}.onnx`);
   try {
     if (existsSync(target) && Buffer.from(rewritten).equals(readFileSync(target))) return target;

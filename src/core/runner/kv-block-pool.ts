@@ -7,8 +7,8 @@
  * saved block takes it: after the cache is full, saving a block allocates nothing.
  */
 
-/** The cache's element array: float32, or float16 bits. */
-export type KvArray = Float32Array | Uint16Array;
+/** The cache's element array: float32, float16 bits, or the 8-bit cache's bytes. */
+export type KvArray = Float32Array | Uint16Array | Int8Array;
 
 /** Bytes a chunk aims at: a few dozen blocks of a small model, one of a large one. */
 const CHUNK_BYTES = 8 << 20;

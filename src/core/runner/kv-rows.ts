@@ -4,6 +4,13 @@
  * under another execution provider) stays behind this interface.
  */
 
+/**
+ * The cache's element type: float32; float16 (IEEE binary16 bits in a Uint16Array); or int8, a
+ * cached position of a KV head being head_dim signed bytes and then the float32 scale they are
+ * multiplied by (native/src/attention.h), so a position takes head_dim + 4 elements.
+ */
+export type KvDtype = "float32" | "float16" | "int8";
+
 /** A saved run of positions of one row (for the prefix cache); opaque to the engine. */
 export interface KvBlock {
   readonly bytes: number;
@@ -23,6 +30,8 @@ export interface KvRows {
   readonly bytes: number;
   /** Bytes one cached token occupies across all layers. */
   readonly bytesPerToken: number;
+  /** The element type the cache holds its values in. */
+  readonly dtype: KvDtype;
   /** Copies the first `length` positions of row `from` into row `to` (forks, compaction). */
   copyRow(from: number, to: number, length: number): void;
   /** Several copies at once: every source is read before any destination is written (beam forks). */

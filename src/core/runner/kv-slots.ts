@@ -19,15 +19,18 @@
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
 import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";
-import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
+import type { KvBlock, KvDtype, KvRows, RowMove } from "./kv-rows.ts";
 
-/** The cache's element type: float32, or float16 (IEEE binary16 bits in a Uint16Array). */
-export type KvDtype = "float32" | "float16";
+/** Elements one cached position of one KV head takes: the 8-bit cache appends its 4-byte scale. */
+export function cacheRowElements(dtype: KvDtype, headDim: number): number {
+  return dtype === "int8" ? headDim + 4 : headDim;
+}
 
-/** The element type a session takes its KV cache in (the native session may keep it in float16). */
+/** The element type a session takes its KV cache in (the native session may keep it in float16 or int8). */
 export function kvDtypeOf(session: InferenceSession): KvDtype {
   const past = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
-  return past?.isTensor && past.type === "float16" ? "float16" : "float32";
+  if (!past?.isTensor) return "float32";
+  return past.type === "float16" || past.type === "int8" ? past.type : "float32";
 }
 
 /** A saved block in host memory: layer-major positions of one row, in a slot of a block pool. */
@@ -109,6 +112,8 @@ export class KvSlots implements KvRows {
   private heldPositions: number;
   private buffers: KvArray[];
   readonly dtype: KvDtype;
+  /** Elements one position of one KV head takes (head_dim, plus the int8 cache's scale). */
+  private readonly width: number;
   private readonly now: () => number;
   private readonly onReserve: ((memory: KvArray) => void) | undefined;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
@@ -125,6 +130,7 @@ export class KvSlots implements KvRows {
     this.maxRows = options.maxRows;
     this.maxPositions = options.maxPositions;
     this.dtype = options.dtype ?? "float32";
+    this.width = cacheRowElements(this.dtype, shape.headDim);
     this.now = options.now ?? (() => performance.now());
     this.onReserve = options.onReserve;
     this.rows = this.maxRows;
@@ -168,11 +174,12 @@ export class KvSlots implements KvRows {
   }
 
   private array(length: number): KvArray {
+    if (this.dtype === "int8") return new Int8Array(length);
     return this.dtype === "float16" ? new Uint16Array(length) : new Float32Array(length);
   }
 
   private get elementBytes(): number {
-    return this.dtype === "float16" ? 2 : 4;
+    return { float32: 4, float16: 2, int8: 1 }[this.dtype];
   }
 
   /** Bytes the cache may hold resident: the buffers grown on demand, the written extent of a reserved one. */
@@ -182,12 +189,12 @@ export class KvSlots implements KvRows {
 
   /** KV bytes one token occupies across all layers. */
   get bytesPerToken(): number {
-    const { layers, kvHeads, headDim } = this.shape;
-    return layers * 2 * kvHeads * headDim * this.elementBytes;
+    const { layers, kvHeads } = this.shape;
+    return layers * 2 * kvHeads * this.width * this.elementBytes;
   }
 
   private rowFloats(positions: number): number {
-    return this.shape.kvHeads * positions * this.shape.headDim;
+    return this.shape.kvHeads * positions * this.width;
   }
 
   /**
@@ -195,10 +202,10 @@ export class KvSlots implements KvRows {
    * [0, keepPositions) of the old ones.
    */
   private relayout(rows: number, positions: number, keepRows: number, keepPositions: number): void {
-    const { kvHeads, headDim } = this.shape;
-    const oldSpan = this.positions * headDim;
-    const newSpan = positions * headDim;
-    const keep = keepPositions * headDim;
+    const { kvHeads } = this.shape;
+    const oldSpan = this.positions * this.width;
+    const newSpan = positions * this.width;
+    const keep = keepPositions * this.width;
     const next = this.allocate(rows, positions);
     this.buffers.forEach((old, b) => {
       for (let s = 0; s < keepRows * kvHeads; s++)
@@ -286,9 +293,9 @@ export class KvSlots implements KvRows {
   copyRow(from: number, to: number, length: number): void {
     if (from === to || length === 0) return;
     this.ensureRows(Math.max(from, to) + 1);
-    const { kvHeads, headDim } = this.shape;
-    const span = this.positions * headDim;
-    const n = length * headDim;
+    const { kvHeads } = this.shape;
+    const span = this.positions * this.width;
+    const n = length * this.width;
     for (const buf of this.buffers)
       for (let h = 0; h < kvHeads; h++) {
         const src = (from * kvHeads + h) * span;
@@ -304,7 +311,7 @@ export class KvSlots implements KvRows {
   }
 
   saveBlock(row: number, start: number, length: number): KvBlock {
-    const elements = this.buffers.length * this.shape.kvHeads * length * this.shape.headDim;
+    const elements = this.buffers.length * this.shape.kvHeads * length * this.width;
     let pool = this.blockPools.get(length);
     if (!pool) {
       pool = new KvBlockPool(elements, this.elementBytes, (n) => this.array(n));
@@ -324,16 +331,17 @@ export class KvSlots implements KvRows {
     row: number,
     start: number,
     length: number,
-    out = this.array(this.buffers.length * this.shape.kvHeads * length * this.shape.headDim),
+    out = this.array(this.buffers.length * this.shape.kvHeads * length * this.width),
   ): KvArray {
-    const { kvHeads, headDim } = this.shape;
-    const span = this.positions * headDim;
+    const { kvHeads } = this.shape;
+    const width = this.width;
+    const span = this.positions * width;
     let at = 0;
     for (const buf of this.buffers)
       for (let h = 0; h < kvHeads; h++) {
-        const src = (row * kvHeads + h) * span + start * headDim;
-        out.set(buf.subarray(src, src + length * headDim) as never, at);
-        at += length * headDim;
+        const src = (row * kvHeads + h) * span + start * width;
+        out.set(buf.subarray(src, src + length * width) as never, at);
+        at += length * width;
       }
     return out;
   }
@@ -342,16 +350,14 @@ export class KvSlots implements KvRows {
   private writePositions(row: number, start: number, length: number, data: KvArray): void {
     this.ensureRows(row + 1);
     this.ensurePositions(start + length);
-    const { kvHeads, headDim } = this.shape;
-    const span = this.positions * headDim;
+    const { kvHeads } = this.shape;
+    const width = this.width;
+    const span = this.positions * width;
     let at = 0;
     for (const buf of this.buffers)
       for (let h = 0; h < kvHeads; h++) {
-        buf.set(
-          data.subarray(at, at + length * headDim) as never,
-          (row * kvHeads + h) * span + start * headDim,
-        );
-        at += length * headDim;
+        buf.set(data.subarray(at, at + length * width) as never, (row * kvHeads + h) * span + start * width);
+        at += length * width;
       }
   }
 
@@ -372,9 +378,9 @@ export class KvSlots implements KvRows {
       last.positions === this.positions
     )
       return last.binding;
-    const { layers, kvHeads, headDim } = this.shape;
+    const { layers, kvHeads } = this.shape;
     const rowFloats = this.rowFloats(this.positions);
-    const dims = [count, kvHeads, this.positions, headDim];
+    const dims = [count, kvHeads, this.positions, this.width];
     const feeds: Record<string, Tensor> = {};
     const fetches: Record<string, Tensor> = {};
     for (let l = 0; l < layers; l++)

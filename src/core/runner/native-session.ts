@@ -30,6 +30,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
 import { cachedAttentionModel } from "./attention-graph.ts";
+import type { KvDtype } from "./kv-rows.ts";
 
 interface RawMetadata {
   name: string;
@@ -135,10 +136,8 @@ export interface NativeSessionOptions {
    */
   cachedAttention?: boolean;
   /** With cachedAttention: the KV cache's element type (float16 halves its bytes). Default float32. */
-  kvCacheDtype?: KvCacheDtype;
+  kvCacheDtype?: KvDtype;
 }
-
-export type KvCacheDtype = "float32" | "float16";
 
 function rawTensor(name: string, t: Tensor): RawTensor {
   const type = ELEMENT_TYPES[t.type];
@@ -395,7 +394,7 @@ function load(): NativeSessions | undefined {
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
       const rewritten = wanted
-        ? cachedAttentionModel(modelPath, { halfCache: kvCacheDtype === "float16", quantMatMul })
+        ? cachedAttentionModel(modelPath, { cacheDtype: kvCacheDtype, quantMatMul })
         : undefined;
       const session = new addon.Session(
         rewritten ?? modelPath,

@@ -5,9 +5,11 @@
 import { existsSync } from "node:fs";
 import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
-import { type KvCacheDtype, nativeSessions } from "./native-session.ts";
+import type { KvCacheDtypeSetting } from "../types.ts";
+import type { KvDtype } from "./kv-rows.ts";
+import { nativeSessions } from "./native-session.ts";
 
-export interface SessionThreads {
+export interface DecoderSessionOptions {
   intraOpThreads?: number;
   interOpThreads?: number;
   /**
@@ -16,6 +18,8 @@ export interface SessionThreads {
    * rows × vocabulary allocation, and its garbage, per step.
    */
   reuseLogits?: boolean;
+  /** The KV cache's element type (default "auto": kvCacheDtypeFor's choice for the format). */
+  kvCacheDtype?: KvCacheDtypeSetting;
 }
 
 /**
@@ -34,19 +38,25 @@ export const DEFAULT_INTRA_OP_THREADS = 2;
 export async function createDecoderSession(
   modelDir: string,
   format: ModelFormat,
-  threads: SessionThreads = {},
+  options: DecoderSessionOptions = {},
 ): Promise<InferenceSession> {
   const path = weightPath(modelDir, format);
   if (!existsSync(path)) throw new Error(`model file not found: ${path}`);
-  const intraOpNumThreads = threads.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS;
-  const interOpNumThreads = threads.interOpThreads ?? 1;
+  const intraOpNumThreads = options.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS;
+  const interOpNumThreads = options.interOpThreads ?? 1;
+  const kvCacheDtype = kvCacheDtypeFor(format, options.kvCacheDtype);
   if (nativeSessions && process.env.ORTSERVE_NATIVE_SESSION !== "0")
     return nativeSessions.create(path, {
       intraOpThreads: intraOpNumThreads,
       interOpThreads: interOpNumThreads,
-      reuseLogits: threads.reuseLogits,
-      kvCacheDtype: kvCacheDtypeFor(format),
+      reuseLogits: options.reuseLogits,
+      kvCacheDtype,
     });
+  // onnxruntime-node's session runs ONNX Runtime's GroupQueryAttention, over a float32 cache only.
+  if (options.kvCacheDtype && options.kvCacheDtype !== "auto" && kvCacheDtype !== "float32")
+    throw new Error(
+      `a ${kvCacheDtype} KV cache needs ortserve's native session (native/ built, ORTSERVE_NATIVE_SESSION not 0)`,
+    );
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
   return InferenceSession.create(path, {
     executionProviders: ["cpu"],
@@ -61,13 +71,15 @@ export async function createDecoderSession(
 }
 
 /**
- * The KV cache's element type for a weight format: float16 for q4 (as llama.cpp keeps its cache by
- * default: half the bytes each decode step reads per cached position), float32 for fp32, whose
- * point is exactness. ORTSERVE_KV_CACHE_DTYPE=float32|float16 overrides (native session only).
+ * The KV cache's element type for a weight format: the one asked for (`--kv-cache-dtype`), else
+ * float16 for q4 (as llama.cpp keeps its cache by default: half the bytes each decode step reads
+ * per cached position) and float32 for fp32, whose point is exactness.
+ * ORTSERVE_KV_CACHE_DTYPE=float32|float16|int8 stands in for "auto" (native session only).
  */
-export function kvCacheDtypeFor(format: ModelFormat): KvCacheDtype {
+export function kvCacheDtypeFor(format: ModelFormat, setting: KvCacheDtypeSetting = "auto"): KvDtype {
+  if (setting !== "auto") return setting;
   const forced = process.env.ORTSERVE_KV_CACHE_DTYPE;
-  if (forced === "float32" || forced === "float16") return forced;
+  if (forced === "float32" || forced === "float16" || forced === "int8") return forced;
   return format === "q4" ? "float16" : "float32";
 }
 
@@ -76,9 +88,12 @@ export function kvCacheDtypeFor(format: ModelFormat): KvCacheDtype {
  * (native session with the cached-attention graph) or ONNX Runtime's GroupQueryAttention (float32);
  * and what multiplies the weights.
  */
-export function attentionRuntime(format: ModelFormat): {
+export function attentionRuntime(
+  format: ModelFormat,
+  kvCacheDtype: KvCacheDtypeSetting = "auto",
+): {
   kernel: "ortserve" | "onnxruntime";
-  kvCacheDtype: KvCacheDtype;
+  kvCacheDtype: KvDtype;
   /** What multiplies the quantized weights (q4): ortserve's kernel or ONNX Runtime's MatMulNBits. */
   projections: "ortserve.BlockQuantMatMul" | "MatMulNBits" | "MatMul";
 } {
@@ -93,7 +108,7 @@ export function attentionRuntime(format: ModelFormat): {
         ? "ortserve.BlockQuantMatMul"
         : "MatMulNBits";
   return ours
-    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format), projections }
+    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format, kvCacheDtype), projections }
     : { kernel: "onnxruntime", kvCacheDtype: "float32", projections };
 }
 
@@ -108,7 +123,8 @@ export function presentName(layer: number, kind: "key" | "value"): string {
 
 /**
  * Throws unless the session follows the contract the batch runner feeds: input_ids,
- * attention_mask, position_ids, num_logits_to_keep and a float32 past per layer in; logits and a
+ * attention_mask, position_ids, num_logits_to_keep and a past per layer in (float32, or the native
+ * session's float16 or int8); logits and a
  * present per layer out.
  */
 export function checkDecoderContract(session: InferenceSession, numLayers: number): void {
@@ -132,6 +148,6 @@ export function checkDecoderContract(session: InferenceSession, numLayers: numbe
         ` outputs [${missingOut.join(", ")}]`,
     );
   const past = session.inputMetadata?.find((m) => m.name === pastName(0, "key"));
-  if (past?.isTensor && past.type !== "float32" && past.type !== "float16")
-    throw new Error(`KV cache must be float32 or float16, got ${past.type}`);
+  if (past?.isTensor && past.type !== "float32" && past.type !== "float16" && past.type !== "int8")
+    throw new Error(`KV cache must be float32, float16 or int8, got ${past.type}`);
 }

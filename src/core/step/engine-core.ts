@@ -18,6 +18,7 @@
 import type { DecoderConfig } from "../model/model-config.ts";
 import { RequestError } from "../request-error.ts";
 import type { ModelRunner } from "../runner/batch-runner.ts";
+import type { KvDtype } from "../runner/kv-rows.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { GrammarBackend } from "../structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../structured/vocabulary.ts";
@@ -39,6 +40,9 @@ export interface EngineStats {
   running: number;
   kvBytes: number;
   kvUsedBytes: number;
+  /** The cache's element type, and the bytes one token takes in it across layers. */
+  kvCacheDtype: KvDtype;
+  kvBytesPerToken: number;
   prefixCacheBytes: number;
   /** Cumulative time in decode forward passes vs. in sampling + output processing of their rows. */
   decodeForwardMs: number;
@@ -101,6 +105,8 @@ export class EngineCore {
       running: this.scheduler.runningCount,
       kvBytes: kv.bytes,
       kvUsedBytes: this.scheduler.usedPositions * kv.bytesPerToken,
+      kvCacheDtype: kv.dtype,
+      kvBytesPerToken: kv.bytesPerToken,
       prefixCacheBytes: this.scheduler.prefixCacheBytes,
       ...this.timing,
       steps: this.stepsBegun,

@@ -15,6 +15,7 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   // Loaded last, so a bad config or tokenizer cannot leak a session.
   const session = await createDecoderSession(config.modelDir, config.format, {
     intraOpThreads: config.intraOpThreads,
+    kvCacheDtype: config.kvCacheDtype,
     // The engine is done with a step's logits before the next forward pass.
     reuseLogits: true,
   });

@@ -1,0 +1,84 @@
+/**
+ * End to end: `ortserve serve --kv-cache-dtype int8` on the real default model, driven by the
+ * official `openai` client. The 8-bit cache is what the server runs (its /metrics says so), and it
+ * serves as the default cache does: streamed and whole answers, prefix-cache hits that change
+ * nothing in a greedy reply.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readModelConfig } from "../../src/core/model/model-config.ts";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
+import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
+import { type ServerProcess, startServerProcess } from "./server-process.ts";
+
+const MODEL = "smollm2-135m-instruct";
+const realModelDir = join(defaultModelsDir(), MODEL);
+const haveModel = existsSync(join(realModelDir, "onnx", "model_q4.onnx"));
+const KEY = "e2e-kv-int8-key-0123456789";
+
+describe.skipIf(!haveModel || !nativeSessions)("serve --kv-cache-dtype int8", () => {
+  let root: string;
+  let server: ServerProcess;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), "ortserve-e2e-int8-"));
+    const models = join(root, "models");
+    mkdirSync(models);
+    symlinkSync(realModelDir, join(models, MODEL), "dir");
+    server = await startServerProcess({
+      modelsDir: models,
+      dbPath: join(root, "ortserve.db"),
+      apiKey: KEY,
+      extraArgs: ["--kv-cache-dtype", "int8"],
+    });
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const question = {
+    model: MODEL,
+    messages: [
+      { role: "system" as const, content: "You are a helpful assistant who answers in full sentences." },
+      { role: "user" as const, content: "Name three things a lighthouse keeper does every day." },
+    ],
+    max_completion_tokens: 40,
+    temperature: 0,
+  };
+
+  it("answers whole and streamed, the same greedy text, the second time from the prefix cache", async () => {
+    const whole = await client.chat.completions.create(question);
+    const text = whole.choices[0]!.message.content!;
+    expect(text.length).toBeGreaterThan(20);
+    expect(whole.usage!.completion_tokens).toBeGreaterThan(5);
+
+    const stream = await client.chat.completions.create({
+      ...question,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let streamed = "";
+    let cached: number | undefined;
+    for await (const chunk of stream) {
+      streamed += chunk.choices[0]?.delta.content ?? "";
+      if (chunk.usage) cached = chunk.usage.prompt_tokens_details?.cached_tokens;
+    }
+    expect(streamed).toBe(text);
+    expect(cached).toBeGreaterThan(0);
+  });
+
+  it("runs the 8-bit cache: /metrics reports it, head_dim + 4 bytes per KV head and layer", async () => {
+    const { numLayers, numKvHeads, headDim } = readModelConfig(realModelDir).decoder;
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const line = metrics.split("\n").find((l) => l.startsWith("ortserve_cache_config_info{"));
+    expect(line).toContain('cache_dtype="int8"');
+    expect(line).toContain(`bytes_per_token="${numLayers * 2 * numKvHeads * (headDim + 4)}"`);
+  });
+});
