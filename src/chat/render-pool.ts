@@ -7,7 +7,7 @@
  */
 import { Piscina } from "piscina";
 import { ApiError, internalError, invalidRequest } from "../errors.ts";
-import { BudgetExceeded, runBudgeted } from "../util/budgeted-task.ts";
+import { BUDGETED_POOL_OPTIONS, BudgetExceeded, runBudgeted } from "../util/budgeted-task.ts";
 import { type ThreadHeap, threadHeap } from "../util/thread-heap.ts";
 import type { RenderChatOptions, RenderedChat } from "./render.ts";
 import type { RenderOutcome, RenderTask } from "./render-worker.ts";
@@ -63,6 +63,7 @@ export class TemplatePool {
       idleTimeout: Number.POSITIVE_INFINITY,
       maxQueue: Number.POSITIVE_INFINITY,
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
+      ...BUDGETED_POOL_OPTIONS,
     });
     // A thread that dies takes its render with it, and that render's caller is told (overrun());
     // the pool's own report of the same death has nobody else to tell.

@@ -9,7 +9,7 @@
  * the JSONSchemaBench sample).
  */
 import { Piscina } from "piscina";
-import { BudgetExceeded, runBudgeted } from "../../util/budgeted-task.ts";
+import { BUDGETED_POOL_OPTIONS, BudgetExceeded, runBudgeted } from "../../util/budgeted-task.ts";
 import type { RequestError } from "../request-error.ts";
 import { refused } from "./check-constraint.ts";
 import type { CompileOutcome, CompileTask } from "./compile-budget-worker.ts";
@@ -47,6 +47,7 @@ export class CompileBudget {
       maxThreads: 1,
       idleTimeout: Number.POSITIVE_INFINITY,
       maxQueue: Number.POSITIVE_INFINITY,
+      ...BUDGETED_POOL_OPTIONS,
     });
     // A thread ended by the budget takes its task with it, and that task's caller is told.
     this.pool.on("error", () => {});
