@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -96,8 +97,8 @@ uint16_t FloatToHalf(float f) {
 }
 
 // A cache element: float, binary16 (Half) for the half-precision cache, or a signed byte (Q8) of
-// the 8-bit cache, whose position rows are headDim bytes followed by their float scale
-// (symmetric, one scale per position and head: value = byte x scale).
+// the 8-bit cache, whose position rows are headDim bytes followed by one binary16 scale per block
+// of 32 (symmetric, as llama.cpp's q8_0: value = byte x its block's scale).
 struct Half {
   uint16_t bits;
 };
@@ -108,6 +109,10 @@ inline float ToFloat(float x) { return x; }
 inline float ToFloat(Half h) { return HalfToFloat(h.bits); }
 inline float ToFloat(Q8 q) { return q.value; }
 
+// Values of a Q8 row sharing one scale: 32, or the whole row when the head size is not a multiple
+// of 32 (attention.h's CacheRowElements).
+constexpr int Q8Block(int headDim) { return headDim % 32 == 0 ? 32 : headDim; }
+
 // Elements from one cached position to the next.
 template <typename T>
 constexpr int RowStride(int headDim) {
@@ -115,33 +120,35 @@ constexpr int RowStride(int headDim) {
 }
 template <>
 constexpr int RowStride<Q8>(int headDim) {
-  return headDim + static_cast<int>(sizeof(float));
+  return headDim + (headDim / Q8Block(headDim)) * static_cast<int>(sizeof(uint16_t));
 }
-// What a cached position's elements are multiplied by to give its values (1 but for Q8).
-template <typename T>
-inline float RowScale(const T*, int) {
-  return 1.0f;
-}
-template <>
-inline float RowScale<Q8>(const Q8* row, int headDim) {
-  float scale;
-  std::memcpy(&scale, row + headDim, sizeof scale);
-  return scale;
+// The scale of block `block` of a Q8 row.
+inline float BlockScale(const Q8* row, int headDim, int block) {
+  uint16_t bits;
+  std::memcpy(&bits, row + headDim + block * sizeof bits, sizeof bits);
+  return HalfToFloat(bits);
 }
 
 inline void StoreRow(const float* in, float* out, int n) { std::copy_n(in, n, out); }
 inline void StoreRow(const float* in, Half* out, int n) {
   for (int i = 0; i < n; i++) out[i].bits = FloatToHalf(in[i]);
 }
-// Rounds to the nearest of 255 levels spanning the row's largest magnitude.
+// Rounds each block of 32 to the nearest of 255 levels spanning its largest magnitude (the scale
+// kept in binary16, and the rounding done against the scale as kept).
 inline void StoreRow(const float* in, Q8* out, int n) {
-  float most = 0;
-  for (int i = 0; i < n; i++) most = std::max(most, std::fabs(in[i]));
-  const float scale = most / 127.0f;
-  const float inverse = scale > 0 ? 1.0f / scale : 0.0f;
-  for (int i = 0; i < n; i++)
-    out[i].value = static_cast<int8_t>(std::clamp(std::nearbyint(in[i] * inverse), -127.0f, 127.0f));
-  std::memcpy(out + n, &scale, sizeof scale);
+  const int block = Q8Block(n);
+  for (int b = 0; b < n / block; b++) {
+    const float* x = in + b * block;
+    float most = 0;
+    for (int i = 0; i < block; i++) most = std::max(most, std::fabs(x[i]));
+    const uint16_t bits = FloatToHalf(most / 127.0f);
+    const float scale = HalfToFloat(bits);
+    const float inverse = scale > 0 ? 1.0f / scale : 0.0f;
+    for (int i = 0; i < block; i++)
+      out[b * block + i].value =
+          static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inverse), -127.0f, 127.0f));
+    std::memcpy(out + n + b * sizeof bits, &bits, sizeof bits);
+  }
 }
 
 // Rotary embedding, non-interleaved halves (as GroupQueryAttention with
@@ -164,8 +171,17 @@ void ScoresScalar(const float* q, const T* keys, int length, int headDim, float 
   for (int j = 0; j < length; j++) {
     const T* k = keys + j * stride;
     float s = 0;
-    for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
-    scores[j] = s * (scale * RowScale(k, headDim));
+    if constexpr (std::is_same_v<T, Q8>) {
+      const int block = Q8Block(headDim);
+      for (int b = 0; b < headDim / block; b++) {
+        float dot = 0;
+        for (int d = b * block; d < (b + 1) * block; d++) dot += q[d] * ToFloat(k[d]);
+        s += dot * BlockScale(k, headDim, b);
+      }
+    } else {
+      for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
+    }
+    scores[j] = s * scale;
   }
 }
 
@@ -188,8 +204,11 @@ void AccumulateValuesScalar(const float* weights, const T* values, int length, i
   const size_t stride = RowStride<T>(headDim);
   for (int j = 0; j < length; j++) {
     const T* v = values + j * stride;
-    const float w = weights[j] * RowScale(v, headDim);
-    for (int d = 0; d < headDim; d++) out[d] += w * ToFloat(v[d]);
+    for (int d = 0; d < headDim; d++) {
+      float w = weights[j];
+      if constexpr (std::is_same_v<T, Q8>) w *= BlockScale(v, headDim, d / Q8Block(headDim));
+      out[d] += w * ToFloat(v[d]);
+    }
   }
 }
 
@@ -209,6 +228,12 @@ AVX2_FMA_FN inline __m256 Load8(const Half* p) {
 AVX2_FMA_FN inline __m256 Load8(const Q8* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
+// BlockScale with the F16C conversion.
+AVX2_FMA_FN inline float BlockScaleF16c(const Q8* row, int headDim, int block) {
+  uint16_t bits;
+  std::memcpy(&bits, row + headDim + block * sizeof bits, sizeof bits);
+  return _cvtsh_ss(bits);
+}
 
 template <typename T>
 AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
@@ -224,23 +249,53 @@ AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headD
     __m256 a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps();
     __m256 a3 = _mm256_setzero_ps();
-    for (int d = 0; d < headDim; d += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + d);
-      a0 = _mm256_fmadd_ps(qv, Load8(k0 + d), a0);
-      a1 = _mm256_fmadd_ps(qv, Load8(k1 + d), a1);
-      a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
-      a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
+    if constexpr (std::is_same_v<T, Q8>) {
+      // Each block's dot products, then scaled by the block's scale into the key's sum.
+      const int block = Q8Block(headDim);
+      for (int b = 0; b < headDim / block; b++) {
+        __m256 z0 = _mm256_setzero_ps();
+        __m256 z1 = _mm256_setzero_ps();
+        __m256 z2 = _mm256_setzero_ps();
+        __m256 z3 = _mm256_setzero_ps();
+        for (int d = b * block; d < (b + 1) * block; d += 8) {
+          const __m256 qv = _mm256_loadu_ps(q + d);
+          z0 = _mm256_fmadd_ps(qv, Load8(k0 + d), z0);
+          z1 = _mm256_fmadd_ps(qv, Load8(k1 + d), z1);
+          z2 = _mm256_fmadd_ps(qv, Load8(k2 + d), z2);
+          z3 = _mm256_fmadd_ps(qv, Load8(k3 + d), z3);
+        }
+        a0 = _mm256_fmadd_ps(z0, _mm256_set1_ps(BlockScaleF16c(k0, headDim, b)), a0);
+        a1 = _mm256_fmadd_ps(z1, _mm256_set1_ps(BlockScaleF16c(k1, headDim, b)), a1);
+        a2 = _mm256_fmadd_ps(z2, _mm256_set1_ps(BlockScaleF16c(k2, headDim, b)), a2);
+        a3 = _mm256_fmadd_ps(z3, _mm256_set1_ps(BlockScaleF16c(k3, headDim, b)), a3);
+      }
+    } else {
+      for (int d = 0; d < headDim; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + d);
+        a0 = _mm256_fmadd_ps(qv, Load8(k0 + d), a0);
+        a1 = _mm256_fmadd_ps(qv, Load8(k1 + d), a1);
+        a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
+        a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
+      }
     }
-    const __m128 rowScales =
-        _mm_setr_ps(RowScale(k0, headDim), RowScale(k1, headDim), RowScale(k2, headDim), RowScale(k3, headDim));
-    _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), _mm_mul_ps(scale4, rowScales)));
+    _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), scale4));
   }
   for (; j < length; j++) {
     const T* k = keys + j * stride;
     __m256 a = _mm256_setzero_ps();
-    for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
+    if constexpr (std::is_same_v<T, Q8>) {
+      const int block = Q8Block(headDim);
+      for (int b = 0; b < headDim / block; b++) {
+        __m256 z = _mm256_setzero_ps();
+        for (int d = b * block; d < (b + 1) * block; d += 8)
+          z = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), z);
+        a = _mm256_fmadd_ps(z, _mm256_set1_ps(BlockScaleF16c(k, headDim, b)), a);
+      }
+    } else {
+      for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
+    }
     const __m128 s = Sum4(a, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
-    scores[j] = _mm_cvtss_f32(s) * (scale * RowScale(k, headDim));
+    scores[j] = _mm_cvtss_f32(s) * scale;
   }
 }
 
@@ -282,9 +337,19 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
     for (int i = 0; i < 8; i++) acc[i] = _mm256_loadu_ps(out + d0 + 8 * i);
     for (int j = 0; j < length; j++) {
       const T* row = values + j * stride;
-      const __m256 w = _mm256_set1_ps(weights[j] * RowScale(row, headDim));
       const T* v = row + d0;
-      for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
+      if constexpr (std::is_same_v<T, Q8>) {
+        // The weight with each Q8 block's scale folded in; 64 dimensions span at most two blocks
+        // (a block is 32, or a whole row of at least 64).
+        const int block = Q8Block(headDim);
+        const int first = d0 / block;
+        const __m256 w[2] = {_mm256_set1_ps(weights[j] * BlockScaleF16c(row, headDim, first)),
+                             _mm256_set1_ps(weights[j] * BlockScaleF16c(row, headDim, std::min(first + 1, headDim / block - 1)))};
+        for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w[(d0 + 8 * i) / block - first], Load8(v + 8 * i), acc[i]);
+      } else {
+        const __m256 w = _mm256_set1_ps(weights[j]);
+        for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
+      }
     }
     for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + d0 + 8 * i, acc[i]);
   }
@@ -292,7 +357,9 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
     __m256 acc = _mm256_loadu_ps(out + d0);
     for (int j = 0; j < length; j++) {
       const T* row = values + j * stride;
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j] * RowScale(row, headDim)), Load8(row + d0), acc);
+      float w = weights[j];
+      if constexpr (std::is_same_v<T, Q8>) w *= BlockScaleF16c(row, headDim, d0 / Q8Block(headDim));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(w), Load8(row + d0), acc);
     }
     _mm256_storeu_ps(out + d0, acc);
   }

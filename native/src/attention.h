@@ -26,13 +26,15 @@ struct AttentionShape {
 };
 
 // How the cache holds a cached position's headDim values: floats; IEEE binary16; or headDim
-// signed bytes followed by the float they are multiplied by (symmetric 8-bit, one scale per
-// position and KV head), headDim + 4 bytes in all.
+// signed bytes followed by one binary16 scale per block of 32 they are multiplied by (symmetric
+// 8-bit, llama.cpp's q8_0, per position and KV head; one block for the whole row when headDim is
+// not a multiple of 32), headDim + 2 bytes per block in all.
 enum class CacheElement { kFloat, kHalf, kInt8 };
 
 // Elements (of the cache's type) from one cached position to the next.
 inline int CacheRowElements(CacheElement element, int headDim) {
-  return element == CacheElement::kInt8 ? headDim + 4 : headDim;
+  if (element != CacheElement::kInt8) return headDim;
+  return headDim + 2 * (headDim % 32 == 0 ? headDim / 32 : 1);
 }
 
 // Runs fn(item) for item in [0, count), possibly in parallel.

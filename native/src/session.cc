@@ -289,9 +289,13 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   shape.sequence = static_cast<int>(qkv.dims[1]);
   shape.heads = kernel.heads;
   shape.kvHeads = kernel.kvHeads;
-  // A position of the 8-bit cache holds its scale after the head's values.
-  const int scaleElements = ortserve::CacheRowElements(kernel.element, 0);
-  shape.headDim = static_cast<int>(pastKey.dims[3]) - scaleElements;
+  // A position of the 8-bit cache holds its blocks' scales after the head's values; the head
+  // size is what qkv's width says (num_heads + 2 kv_num_heads of them).
+  const int64_t width = pastKey.dims[3];
+  const int64_t packedHeads = kernel.heads + 2 * kernel.kvHeads;
+  shape.headDim = static_cast<int>(kernel.element == ortserve::CacheElement::kInt8 ? qkv.dims[2] / packedHeads : width);
+  if (ortserve::CacheRowElements(kernel.element, shape.headDim) != width)
+    return "the cache's last dimension is not the head size (plus, for int8, its blocks' scales)";
   shape.capacity = static_cast<int>(pastKey.dims[2]);
   shape.rotaryPositions = in[4].dims[0];
   shape.scale = kernel.scale != 0 ? kernel.scale : 1.0f / std::sqrt(static_cast<float>(shape.headDim));

@@ -74,11 +74,11 @@ describe.skipIf(!haveModel || !nativeSessions)("serve --kv-cache-dtype int8", ()
     expect(cached).toBeGreaterThan(0);
   });
 
-  it("runs the 8-bit cache: /metrics reports it, head_dim + 4 bytes per KV head and layer", async () => {
+  it("runs the 8-bit cache: /metrics reports it, head_dim bytes and 2 per 32 for each KV head and layer", async () => {
     const { numLayers, numKvHeads, headDim } = readModelConfig(realModelDir).decoder;
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     const line = metrics.split("\n").find((l) => l.startsWith("ortserve_cache_config_info{"));
     expect(line).toContain('cache_dtype="int8"');
-    expect(line).toContain(`bytes_per_token="${numLayers * 2 * numKvHeads * (headDim + 4)}"`);
+    expect(line).toContain(`bytes_per_token="${numLayers * 2 * numKvHeads * (headDim + headDim / 16)}"`);
   });
 });

@@ -109,28 +109,32 @@ function asHalfCache(f: Record<string, Tensor>): Record<string, Tensor> {
   return out;
 }
 
-/** The 8-bit cache's width: a position's HEAD_DIM bytes and its float32 scale. */
-const INT8_WIDTH = HEAD_DIM + 4;
+/** The 8-bit cache's width: a position's HEAD_DIM bytes and a binary16 scale per block of 32. */
+const INT8_BLOCK = 32;
+const INT8_WIDTH = HEAD_DIM + 2 * (HEAD_DIM / INT8_BLOCK);
 
 /**
- * A float cache as the 8-bit cache holds it (each position's largest magnitude maps to 127), and
- * the floats those bytes stand for, which GroupQueryAttention is given to compare against.
+ * A float cache as the 8-bit cache holds it (each block of 32 values of a position: its largest
+ * magnitude maps to 127, the scale kept in binary16), and the floats those bytes stand for, which
+ * GroupQueryAttention is given to compare against.
  */
 function int8Cache(x: Float32Array): { bytes: Int8Array; floats: Float32Array } {
   const positions = x.length / HEAD_DIM;
   const bytes = new Int8Array(positions * INT8_WIDTH);
-  const scales = new DataView(bytes.buffer);
+  const view = new DataView(bytes.buffer);
   const dequantized = new Float32Array(x.length);
-  for (let p = 0; p < positions; p++) {
-    const row = x.subarray(p * HEAD_DIM, (p + 1) * HEAD_DIM);
-    const scale = Math.fround(row.reduce((m, v) => Math.max(m, Math.abs(v)), 0) / 127);
-    for (let d = 0; d < HEAD_DIM; d++) {
-      const q = scale > 0 ? Math.round(row[d]! / scale) : 0;
-      bytes[p * INT8_WIDTH + d] = q;
-      dequantized[p * HEAD_DIM + d] = Math.fround(q * scale);
+  for (let p = 0; p < positions; p++)
+    for (let b = 0; b < HEAD_DIM / INT8_BLOCK; b++) {
+      const at = p * HEAD_DIM + b * INT8_BLOCK;
+      const block = x.subarray(at, at + INT8_BLOCK);
+      const scale = new Float16Array([block.reduce((m, v) => Math.max(m, Math.abs(v)), 0) / 127])[0]!;
+      for (let d = 0; d < INT8_BLOCK; d++) {
+        const q = scale > 0 ? Math.round(block[d]! / scale) : 0;
+        bytes[p * INT8_WIDTH + b * INT8_BLOCK + d] = q;
+        dequantized[at + d] = Math.fround(q * scale);
+      }
+      view.setFloat16(p * INT8_WIDTH + HEAD_DIM + 2 * b, scale, true);
     }
-    scales.setFloat32(p * INT8_WIDTH + HEAD_DIM, scale, true);
-  }
   return { bytes, floats: dequantized };
 }
 
@@ -156,10 +160,11 @@ function int8Floats(t: Tensor): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const positions = bytes.length / INT8_WIDTH;
   const out = new Float32Array(positions * HEAD_DIM);
-  for (let p = 0; p < positions; p++) {
-    const scale = view.getFloat32(p * INT8_WIDTH + HEAD_DIM, true);
-    for (let d = 0; d < HEAD_DIM; d++) out[p * HEAD_DIM + d] = bytes[p * INT8_WIDTH + d]! * scale;
-  }
+  for (let p = 0; p < positions; p++)
+    for (let d = 0; d < HEAD_DIM; d++) {
+      const scale = view.getFloat16(p * INT8_WIDTH + HEAD_DIM + 2 * Math.floor(d / INT8_BLOCK), true);
+      out[p * HEAD_DIM + d] = bytes[p * INT8_WIDTH + d]! * scale;
+    }
   return out;
 }
 
@@ -226,7 +231,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
 
       // An 8-bit cache: GroupQueryAttention over the floats the cached bytes stand for, so again
-      // only the new positions' rounding (to 1/254 of their largest magnitude) separates the two;
+      // only the new positions' rounding (to 1/254 of their block's largest magnitude) separates the two;
       // and the present cache holds what GroupQueryAttention's does, to that rounding.
       const int8 = asInt8Cache(f);
       const wantInt8 = await exact.run(int8.exact);

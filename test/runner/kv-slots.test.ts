@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { KvBlock } from "../../src/core/runner/kv-rows.ts";
-import { KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
+import { cacheRowElements, KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
 import { nativeSessions } from "../../src/core/runner/native-session.ts";
 
 const shape = { layers: 2, kvHeads: 3, headDim: 4 };
@@ -185,10 +185,13 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
     kv.moveRows([{ from: 3, to: 0, length: 5 }]);
     expect(read(0, 5)).toEqual(before);
   });
-  it("keeps an int8 cache as head_dim bytes and a 4-byte scale per position, through growth, blocks and moves", () => {
+  it("keeps an int8 cache as head_dim bytes and a 2-byte scale per block of 32, through growth, blocks and moves", () => {
+    // head_dim 4 is one block (one scale); the model's 64 are two.
+    expect(cacheRowElements("int8", 64)).toBe(68);
+    expect(cacheRowElements("int8", 16)).toBe(18);
     const kv = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8, dtype: "int8" });
     const f32 = new KvSlots(shape, { maxRows: 4, maxPositions: 64, initialPositions: 8 });
-    const width = shape.headDim + 4;
+    const width = shape.headDim + 2;
     expect(kv.bytesPerToken).toBe((f32.bytesPerToken / 4 / shape.headDim) * width);
     const { feeds, fetches } = kv.bind(0, 2);
     const past = feeds["past_key_values.0.key"]!;

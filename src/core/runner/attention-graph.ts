@@ -26,7 +26,8 @@ export const ATTENTION_OP = "CachedAttention";
 export const ATTENTION_OP_HALF = "CachedAttentionHalf";
 /**
  * The same kernel over an 8-bit cache (ONNX int8): a position's head_dim values as signed bytes,
- * then the float32 scale they are multiplied by, head_dim + 4 bytes where float16 takes 2 head_dim.
+ * then a binary16 scale per block of 32, head_dim + head_dim / 16 bytes where float16 takes
+ * 2 head_dim.
  */
 export const ATTENTION_OP_INT8 = "CachedAttentionInt8";
 
@@ -104,16 +105,16 @@ export function describeModel(model: Uint8Array): { nodes: NodeSummary[]; opsets
 }
 
 /**
- * The last dimension of a TensorShapeProto (dim 1 → dim_value 1) widened by `extra`; the head
- * size is always a fixed value in converted graphs.
+ * A TensorShapeProto (dim 1 → dim_value 1) with its last dimension, the head size (always a fixed
+ * value in converted graphs), replaced by `width(headSize)`.
  */
-function widenLastDim(shape: Uint8Array, extra: number): Uint8Array {
+function resizeLastDim(shape: Uint8Array, width: (headSize: number) => number): Uint8Array {
   const parts = fields(shape);
   const last = parts.findLastIndex((d) => d.number === 1);
   const dim = last >= 0 ? fields(parts[last]!.payload!) : [];
   const value = dim.find((x) => x.number === 1 && x.wire === 0);
   if (!value) throw new Error("the KV cache's head size is not a fixed dimension");
-  const widened = lengthDelimited(1, Uint8Array.from([0x08, ...varint(readVarint(value.raw, 1)[0] + extra)]));
+  const widened = lengthDelimited(1, Uint8Array.from([0x08, ...varint(width(readVarint(value.raw, 1)[0]))]));
   return concat(parts.map((d, i) => (i === last ? widened : d.raw)));
 }
 
@@ -130,7 +131,10 @@ function asCacheType(valueInfo: Uint8Array, dtype: KvDtype): Uint8Array {
         if (t.number !== 1 || !t.payload) return t.raw;
         const tensor = fields(t.payload).map((e) => {
           if (e.number === 2 && e.payload && dtype === "int8")
-            return lengthDelimited(2, widenLastDim(e.payload, cacheRowElements(dtype, 0)));
+            return lengthDelimited(
+              2,
+              resizeLastDim(e.payload, (headSize) => cacheRowElements(dtype, headSize)),
+            );
           if (e.number !== 1 || e.wire !== 0) return e.raw;
           if (readVarint(e.raw, 1)[0] !== FLOAT) throw new Error("the KV cache tensors are not float");
           return Uint8Array.from([0x08, elemType]);

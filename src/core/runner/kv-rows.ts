@@ -6,8 +6,8 @@
 
 /**
  * The cache's element type: float32; float16 (IEEE binary16 bits in a Uint16Array); or int8, a
- * cached position of a KV head being head_dim signed bytes and then the float32 scale they are
- * multiplied by (native/src/attention.h), so a position takes head_dim + 4 elements.
+ * cached position of a KV head being head_dim signed bytes and then one binary16 scale per block
+ * of 32 (native/src/attention.h), so a position takes head_dim + head_dim / 16 elements.
  */
 export type KvDtype = "float32" | "float16" | "int8";
 

@@ -21,9 +21,14 @@ import { type InferenceSession, Tensor } from "onnxruntime-node";
 import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";
 import type { KvBlock, KvDtype, KvRows, RowMove } from "./kv-rows.ts";
 
-/** Elements one cached position of one KV head takes: the 8-bit cache appends its 4-byte scale. */
+/**
+ * Elements one cached position of one KV head takes: the 8-bit cache appends a binary16 scale per
+ * block of 32 values (llama.cpp's q8_0), or one for the whole row when head_dim is not a multiple
+ * of 32 (native/src/attention.h's CacheRowElements).
+ */
 export function cacheRowElements(dtype: KvDtype, headDim: number): number {
-  return dtype === "int8" ? headDim + 4 : headDim;
+  if (dtype !== "int8") return headDim;
+  return headDim + 2 * (headDim % 32 === 0 ? headDim / 32 : 1);
 }
 
 /** The element type a session takes its KV cache in (the native session may keep it in float16 or int8). */
