@@ -19,6 +19,27 @@ function fill(kv: KvSlots, row: number, length: number): void {
   });
 }
 
+/**
+ * Row 1's first 5 positions (written by the caller) survive growth, and reach rows 3, 2 and 0
+ * intact through a saved block, a row copy and a row move.
+ */
+function expectKeptThroughGrowthBlocksAndMoves(
+  kv: KvSlots,
+  read: (row: number, length: number) => number[],
+): void {
+  const before = read(1, 5);
+  kv.ensurePositions(40);
+  expect(read(1, 5)).toEqual(before);
+  const block = kv.saveBlock(1, 0, 5);
+  expect(block.bytes).toBe(5 * kv.bytesPerToken);
+  kv.loadBlock(block, 3, 0);
+  expect(read(3, 5)).toEqual(before);
+  kv.copyRow(3, 2, 5);
+  expect(read(2, 5)).toEqual(before);
+  kv.moveRows([{ from: 3, to: 0, length: 5 }]);
+  expect(read(0, 5)).toEqual(before);
+}
+
 function positions(kv: KvSlots, row: number, length: number): number[] {
   const { feeds } = kv.bind(0, row + 1);
   const out: number[] = [];
@@ -174,16 +195,8 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
         ).flat();
       });
     write(1, 5);
-    const before = read(1, 5);
-    expect(before[shape.headDim + 1]).toBe(100 + 1 + 1);
-    kv.ensurePositions(40);
-    expect(read(1, 5)).toEqual(before);
-    const block = kv.saveBlock(1, 0, 5);
-    expect(block.bytes).toBe(5 * kv.bytesPerToken);
-    kv.loadBlock(block, 3, 0);
-    expect(read(3, 5)).toEqual(before);
-    kv.moveRows([{ from: 3, to: 0, length: 5 }]);
-    expect(read(0, 5)).toEqual(before);
+    expect(read(1, 5)[shape.headDim + 1]).toBe(100 + 1 + 1);
+    expectKeptThroughGrowthBlocksAndMoves(kv, read);
   });
   it("keeps an int8 cache as head_dim bytes and a 2-byte scale per block of 32, through growth, blocks and moves", () => {
     // head_dim 4 is one block (one scale); the model's 64 are two.
@@ -220,18 +233,8 @@ describe("KvSlots (the batch KV cache behind KvRows)", () => {
         ]).flat();
       });
     write(1, 5);
-    const before = read(1, 5);
-    expect(before[width + 1]).toBe(30 + 1 + 1);
-    kv.ensurePositions(40);
-    expect(read(1, 5)).toEqual(before);
-    const block = kv.saveBlock(1, 0, 5);
-    expect(block.bytes).toBe(5 * kv.bytesPerToken);
-    kv.loadBlock(block, 3, 0);
-    expect(read(3, 5)).toEqual(before);
-    kv.copyRow(3, 2, 5);
-    expect(read(2, 5)).toEqual(before);
-    kv.moveRows([{ from: 3, to: 0, length: 5 }]);
-    expect(read(0, 5)).toEqual(before);
+    expect(read(1, 5)[width + 1]).toBe(30 + 1 + 1);
+    expectKeptThroughGrowthBlocksAndMoves(kv, read);
   });
 });
 
