@@ -165,22 +165,24 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
 
 // ---- portable kernels ----
 
+// Positions [0, n) of 8-bit cache rows as floats (byte x its block's scale, exact in float),
+// n rows of headDim.
+void DequantizeScalar(const Q8* rows, int n, int headDim, float* out) {
+  const int stride = RowStride<Q8>(headDim);
+  for (int p = 0; p < n; p++) {
+    const Q8* row = rows + static_cast<size_t>(p) * stride;
+    for (int d = 0; d < headDim; d++)
+      out[static_cast<size_t>(p) * headDim + d] = ToFloat(row[d]) * BlockScale(row, headDim, d / Q8Block(headDim));
+  }
+}
+
 template <typename T>
 void ScoresScalar(const float* q, const T* keys, int length, int headDim, float scale, float* scores) {
   const size_t stride = RowStride<T>(headDim);
   for (int j = 0; j < length; j++) {
     const T* k = keys + j * stride;
     float s = 0;
-    if constexpr (std::is_same_v<T, Q8>) {
-      const int block = Q8Block(headDim);
-      for (int b = 0; b < headDim / block; b++) {
-        float dot = 0;
-        for (int d = b * block; d < (b + 1) * block; d++) dot += q[d] * ToFloat(k[d]);
-        s += dot * BlockScale(k, headDim, b);
-      }
-    } else {
-      for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
-    }
+    for (int d = 0; d < headDim; d++) s += q[d] * ToFloat(k[d]);
     scores[j] = s * scale;
   }
 }
@@ -204,11 +206,8 @@ void AccumulateValuesScalar(const float* weights, const T* values, int length, i
   const size_t stride = RowStride<T>(headDim);
   for (int j = 0; j < length; j++) {
     const T* v = values + j * stride;
-    for (int d = 0; d < headDim; d++) {
-      float w = weights[j];
-      if constexpr (std::is_same_v<T, Q8>) w *= BlockScale(v, headDim, d / Q8Block(headDim));
-      out[d] += w * ToFloat(v[d]);
-    }
+    const float w = weights[j];
+    for (int d = 0; d < headDim; d++) out[d] += w * ToFloat(v[d]);
   }
 }
 
@@ -228,11 +227,20 @@ AVX2_FMA_FN inline __m256 Load8(const Half* p) {
 AVX2_FMA_FN inline __m256 Load8(const Q8* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-// BlockScale with the F16C conversion.
-AVX2_FMA_FN inline float BlockScaleF16c(const Q8* row, int headDim, int block) {
-  uint16_t bits;
-  std::memcpy(&bits, row + headDim + block * sizeof bits, sizeof bits);
-  return _cvtsh_ss(bits);
+// DequantizeScalar with F16C and AVX2.
+AVX2_FMA_FN void DequantizeAvx2(const Q8* rows, int n, int headDim, float* out) {
+  const int stride = RowStride<Q8>(headDim);
+  const int block = Q8Block(headDim);
+  for (int p = 0; p < n; p++) {
+    const Q8* row = rows + static_cast<size_t>(p) * stride;
+    float* x = out + static_cast<size_t>(p) * headDim;
+    for (int b = 0; b < headDim / block; b++) {
+      uint16_t bits;
+      std::memcpy(&bits, row + headDim + b * sizeof bits, sizeof bits);
+      const __m256 scale = _mm256_set1_ps(_cvtsh_ss(bits));
+      for (int d = b * block; d < (b + 1) * block; d += 8) _mm256_storeu_ps(x + d, _mm256_mul_ps(Load8(row + d), scale));
+    }
+  }
 }
 
 template <typename T>
@@ -249,51 +257,19 @@ AVX2_FMA_FN void ScoresAvx2(const float* q, const T* keys, int length, int headD
     __m256 a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps();
     __m256 a3 = _mm256_setzero_ps();
-    if constexpr (std::is_same_v<T, Q8>) {
-      // Each block's dot products, then scaled by the block's scale into the key's sum.
-      const int block = Q8Block(headDim);
-      for (int b = 0; b < headDim / block; b++) {
-        __m256 z0 = _mm256_setzero_ps();
-        __m256 z1 = _mm256_setzero_ps();
-        __m256 z2 = _mm256_setzero_ps();
-        __m256 z3 = _mm256_setzero_ps();
-        for (int d = b * block; d < (b + 1) * block; d += 8) {
-          const __m256 qv = _mm256_loadu_ps(q + d);
-          z0 = _mm256_fmadd_ps(qv, Load8(k0 + d), z0);
-          z1 = _mm256_fmadd_ps(qv, Load8(k1 + d), z1);
-          z2 = _mm256_fmadd_ps(qv, Load8(k2 + d), z2);
-          z3 = _mm256_fmadd_ps(qv, Load8(k3 + d), z3);
-        }
-        a0 = _mm256_fmadd_ps(z0, _mm256_set1_ps(BlockScaleF16c(k0, headDim, b)), a0);
-        a1 = _mm256_fmadd_ps(z1, _mm256_set1_ps(BlockScaleF16c(k1, headDim, b)), a1);
-        a2 = _mm256_fmadd_ps(z2, _mm256_set1_ps(BlockScaleF16c(k2, headDim, b)), a2);
-        a3 = _mm256_fmadd_ps(z3, _mm256_set1_ps(BlockScaleF16c(k3, headDim, b)), a3);
-      }
-    } else {
-      for (int d = 0; d < headDim; d += 8) {
-        const __m256 qv = _mm256_loadu_ps(q + d);
-        a0 = _mm256_fmadd_ps(qv, Load8(k0 + d), a0);
-        a1 = _mm256_fmadd_ps(qv, Load8(k1 + d), a1);
-        a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
-        a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
-      }
+    for (int d = 0; d < headDim; d += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + d);
+      a0 = _mm256_fmadd_ps(qv, Load8(k0 + d), a0);
+      a1 = _mm256_fmadd_ps(qv, Load8(k1 + d), a1);
+      a2 = _mm256_fmadd_ps(qv, Load8(k2 + d), a2);
+      a3 = _mm256_fmadd_ps(qv, Load8(k3 + d), a3);
     }
     _mm_storeu_ps(scores + j, _mm_mul_ps(Sum4(a0, a1, a2, a3), scale4));
   }
   for (; j < length; j++) {
     const T* k = keys + j * stride;
     __m256 a = _mm256_setzero_ps();
-    if constexpr (std::is_same_v<T, Q8>) {
-      const int block = Q8Block(headDim);
-      for (int b = 0; b < headDim / block; b++) {
-        __m256 z = _mm256_setzero_ps();
-        for (int d = b * block; d < (b + 1) * block; d += 8)
-          z = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), z);
-        a = _mm256_fmadd_ps(z, _mm256_set1_ps(BlockScaleF16c(k, headDim, b)), a);
-      }
-    } else {
-      for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
-    }
+    for (int d = 0; d < headDim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), a);
     const __m128 s = Sum4(a, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     scores[j] = _mm_cvtss_f32(s) * scale;
   }
@@ -338,18 +314,8 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
     for (int j = 0; j < length; j++) {
       const T* row = values + j * stride;
       const T* v = row + d0;
-      if constexpr (std::is_same_v<T, Q8>) {
-        // The weight with each Q8 block's scale folded in; 64 dimensions span at most two blocks
-        // (a block is 32, or a whole row of at least 64).
-        const int block = Q8Block(headDim);
-        const int first = d0 / block;
-        const __m256 w[2] = {_mm256_set1_ps(weights[j] * BlockScaleF16c(row, headDim, first)),
-                             _mm256_set1_ps(weights[j] * BlockScaleF16c(row, headDim, std::min(first + 1, headDim / block - 1)))};
-        for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w[(d0 + 8 * i) / block - first], Load8(v + 8 * i), acc[i]);
-      } else {
-        const __m256 w = _mm256_set1_ps(weights[j]);
-        for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
-      }
+      const __m256 w = _mm256_set1_ps(weights[j]);
+      for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, Load8(v + 8 * i), acc[i]);
     }
     for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + d0 + 8 * i, acc[i]);
   }
@@ -357,9 +323,7 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
     __m256 acc = _mm256_loadu_ps(out + d0);
     for (int j = 0; j < length; j++) {
       const T* row = values + j * stride;
-      float w = weights[j];
-      if constexpr (std::is_same_v<T, Q8>) w *= BlockScaleF16c(row, headDim, d0 / Q8Block(headDim));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(w), Load8(row + d0), acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[j]), Load8(row + d0), acc);
     }
     _mm256_storeu_ps(out + d0, acc);
   }
@@ -394,26 +358,49 @@ inline int PartialStride(int headDim) { return headDim + 2; }
 // Queries i < count over the cached positions [first, end) of one KV head, query i seeing
 // positions below lengths[i] (a query that sees none of the chunk is skipped). Tile by tile of
 // positions every query that reaches into the tile is scored, so each tile is read from memory
-// once. scores holds `count` rows of kPositionChunk floats; partials[i] receives query i's
-// partial.
+// once; an 8-bit cache's tile is converted to floats once for all the queries (`tile`, room for
+// kPositionTile x headDim), which then read it from L1. scores holds `count` rows of
+// kPositionChunk floats; partials[i] receives query i's partial.
 template <typename T>
 void AttendChunk(const float* const* queries, const int* lengths, int count, int first, int end, const T* keys,
-                 const T* values, int headDim, float scale, bool avx, float* scores, float* const* partials) {
+                 const T* values, int headDim, float scale, bool avx, float* scores, float* const* partials,
+                 float* tile) {
   const size_t D = static_cast<size_t>(headDim);
   const size_t stride = RowStride<T>(headDim);
-  auto forEachTile = [&](auto fn) {
-    for (int j0 = first; j0 < end; j0 += kPositionTile)
+  // Positions [j0, j0 + n) of a cache as the kernels read them.
+  auto tileOf = [&](const T* cache, int j0, int n) {
+    if constexpr (std::is_same_v<T, Q8>) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+      if (avx) {
+        DequantizeAvx2(cache + j0 * stride, n, headDim, tile);
+        return static_cast<const float*>(tile);
+      }
+#endif
+      DequantizeScalar(cache + j0 * stride, n, headDim, tile);
+      return static_cast<const float*>(tile);
+    } else {
+      (void)n;
+      return cache + j0 * stride;
+    }
+  };
+  auto forEachTile = [&](const T* cache, auto fn) {
+    for (int j0 = first; j0 < end; j0 += kPositionTile) {
+      int most = 0;
+      for (int i = 0; i < count; i++) most = std::max(most, std::min({lengths[i], end, j0 + kPositionTile}) - j0);
+      if (most <= 0) continue;
+      const auto* data = tileOf(cache, j0, most);
       for (int i = 0; i < count; i++) {
         const int n = std::min({lengths[i], end, j0 + kPositionTile}) - j0;
-        if (n > 0) fn(i, j0, n);
+        if (n > 0) fn(i, j0, n, data);
       }
+    }
   };
-  forEachTile([&](int i, int j0, int n) {
+  forEachTile(keys, [&](int i, int j0, int n, const auto* data) {
     float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return ScoresAvx2(queries[i], keys + j0 * stride, n, headDim, scale, row);
+    if (avx) return ScoresAvx2(queries[i], data, n, headDim, scale, row);
 #endif
-    ScoresScalar(queries[i], keys + j0 * stride, n, headDim, scale, row);
+    ScoresScalar(queries[i], data, n, headDim, scale, row);
   });
   for (int i = 0; i < count; i++) {
     const int n = std::min(lengths[i], end) - first;
@@ -422,12 +409,12 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk, n, &partial[0], avx);
     std::fill(partial + 2, partial + 2 + D, 0.0f);
   }
-  forEachTile([&](int i, int j0, int n) {
+  forEachTile(values, [&](int i, int j0, int n, const auto* data) {
     const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return AccumulateValuesAvx2(weights, values + j0 * stride, n, headDim, partials[i] + 2);
+    if (avx) return AccumulateValuesAvx2(weights, data, n, headDim, partials[i] + 2);
 #endif
-    AccumulateValuesScalar(weights, values + j0 * stride, n, headDim, partials[i] + 2);
+    AccumulateValuesScalar(weights, data, n, headDim, partials[i] + 2);
   });
 }
 
@@ -539,10 +526,13 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
         lengths[i] = length;
       }
       thread_local std::vector<float> scores;
+      thread_local std::vector<float> tile;
       scores.resize(static_cast<size_t>(group) * kPositionChunk);
+      tile.resize(static_cast<size_t>(kPositionTile) * D);
       const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan;
       AttendChunk(queryRows, lengths, group, c * kPositionChunk, std::min(length, (c + 1) * kPositionChunk),
-                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows);
+                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows,
+                  tile.data());
     });
     for (int b = 0; b < s.batch; b++)
       for (int h = 0; h < s.heads; h++)
@@ -574,13 +564,16 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     // partials[i][c]
     thread_local std::vector<float> partialStore;
     thread_local std::vector<float> scores;
+    thread_local std::vector<float> tile;
     partialStore.resize(static_cast<size_t>(count) * chunkCount * stride);
     scores.resize(static_cast<size_t>(count) * kPositionChunk);
+    tile.resize(static_cast<size_t>(kPositionTile) * D);
     float* partialRows[kTokenBlock];
     for (int c = 0; c < chunkCount; c++) {
       for (int i = 0; i < count; i++) partialRows[i] = partialStore.data() + (static_cast<size_t>(i) * chunkCount + c) * stride;
       AttendChunk(queryRows, lengths, count, c * kPositionChunk, std::min(lengths[count - 1], (c + 1) * kPositionChunk),
-                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows);
+                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows,
+                  tile.data());
     }
     for (int i = 0; i < count; i++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + first + i;

@@ -34,9 +34,9 @@ Options:
   --max-model-len <n>    context limit per sequence (default: 4096, at most the model's)
   --kv-cache-dtype <t>   KV cache precision: auto, float32, float16 or int8 (default: auto,
                          float16 for q4 weights and float32 for fp32). int8 holds a cached
-                         position in 68 bytes per KV head instead of 128 (float16): long
-                         contexts decode faster in about half the memory, at a small cost
-                         in exactness (README, Fidelity)
+                         position in 68 bytes per KV head instead of 128 (float16): about
+                         half the cache memory per token, at a small cost in exactness
+                         (README: Fidelity)
   --trust-request-chat-template
                          render chat templates sent in requests (\`chat_template\`); without
                          it such requests get a 400 (templates are code the server runs)
