@@ -109,24 +109,20 @@ inline float ToFloat(float x) { return x; }
 inline float ToFloat(Half h) { return HalfToFloat(h.bits); }
 inline float ToFloat(Q8 q) { return q.value; }
 
-// Values of a Q8 row sharing one scale: 32, or the whole row when the head size is not a multiple
-// of 32 (attention.h's CacheRowElements).
-constexpr int Q8Block(int headDim) { return headDim % 32 == 0 ? 32 : headDim; }
-
-// Elements from one cached position to the next.
+// Elements from one cached position to the next (attention.h's CacheRowElements).
 template <typename T>
 constexpr int RowStride(int headDim) {
   return headDim;
 }
 template <>
 constexpr int RowStride<Q8>(int headDim) {
-  return headDim + (headDim / Q8Block(headDim)) * static_cast<int>(sizeof(uint16_t));
+  return CacheRowElements(CacheElement::kInt8, headDim);
 }
-// The scale of block `block` of a Q8 row.
-inline float BlockScale(const Q8* row, int headDim, int block) {
+// The binary16 bits of block `block`'s scale in a Q8 row.
+inline uint16_t BlockScaleBits(const Q8* row, int headDim, int block) {
   uint16_t bits;
   std::memcpy(&bits, row + headDim + block * sizeof bits, sizeof bits);
-  return HalfToFloat(bits);
+  return bits;
 }
 
 inline void StoreRow(const float* in, float* out, int n) { std::copy_n(in, n, out); }
@@ -136,7 +132,7 @@ inline void StoreRow(const float* in, Half* out, int n) {
 // Rounds each block of 32 to the nearest of 255 levels spanning its largest magnitude (the scale
 // kept in binary16, and the rounding done against the scale as kept).
 inline void StoreRow(const float* in, Q8* out, int n) {
-  const int block = Q8Block(n);
+  const int block = Int8Block(n);
   for (int b = 0; b < n / block; b++) {
     const float* x = in + b * block;
     float most = 0;
@@ -169,10 +165,14 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
 // n rows of headDim.
 void DequantizeScalar(const Q8* rows, int n, int headDim, float* out) {
   const int stride = RowStride<Q8>(headDim);
+  const int block = Int8Block(headDim);
   for (int p = 0; p < n; p++) {
     const Q8* row = rows + static_cast<size_t>(p) * stride;
-    for (int d = 0; d < headDim; d++)
-      out[static_cast<size_t>(p) * headDim + d] = ToFloat(row[d]) * BlockScale(row, headDim, d / Q8Block(headDim));
+    float* x = out + static_cast<size_t>(p) * headDim;
+    for (int b = 0; b < headDim / block; b++) {
+      const float scale = HalfToFloat(BlockScaleBits(row, headDim, b));
+      for (int d = b * block; d < (b + 1) * block; d++) x[d] = ToFloat(row[d]) * scale;
+    }
   }
 }
 
@@ -230,14 +230,12 @@ AVX2_FMA_FN inline __m256 Load8(const Q8* p) {
 // DequantizeScalar with F16C and AVX2.
 AVX2_FMA_FN void DequantizeAvx2(const Q8* rows, int n, int headDim, float* out) {
   const int stride = RowStride<Q8>(headDim);
-  const int block = Q8Block(headDim);
+  const int block = Int8Block(headDim);
   for (int p = 0; p < n; p++) {
     const Q8* row = rows + static_cast<size_t>(p) * stride;
     float* x = out + static_cast<size_t>(p) * headDim;
     for (int b = 0; b < headDim / block; b++) {
-      uint16_t bits;
-      std::memcpy(&bits, row + headDim + b * sizeof bits, sizeof bits);
-      const __m256 scale = _mm256_set1_ps(_cvtsh_ss(bits));
+      const __m256 scale = _mm256_set1_ps(_cvtsh_ss(BlockScaleBits(row, headDim, b)));
       for (int d = b * block; d < (b + 1) * block; d += 8) _mm256_storeu_ps(x + d, _mm256_mul_ps(Load8(row + d), scale));
     }
   }

@@ -31,10 +31,17 @@ struct AttentionShape {
 // not a multiple of 32), headDim + 2 bytes per block in all.
 enum class CacheElement { kFloat, kHalf, kInt8 };
 
+// Values of an 8-bit row sharing one scale: 32, or the whole row when headDim is not a multiple of 32.
+constexpr int Int8Block(int headDim) { return headDim % 32 == 0 ? 32 : headDim; }
+
 // Elements (of the cache's type) from one cached position to the next.
-inline int CacheRowElements(CacheElement element, int headDim) {
-  if (element != CacheElement::kInt8) return headDim;
-  return headDim + 2 * (headDim % 32 == 0 ? headDim / 32 : 1);
+constexpr int CacheRowElements(CacheElement element, int headDim) {
+  return element == CacheElement::kInt8 ? headDim + 2 * (headDim / Int8Block(headDim)) : headDim;
+}
+
+// Bytes of one cache element.
+constexpr size_t CacheElementBytes(CacheElement element) {
+  return element == CacheElement::kFloat ? 4 : element == CacheElement::kHalf ? 2 : 1;
 }
 
 // Runs fn(item) for item in [0, count), possibly in parallel.

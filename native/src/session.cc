@@ -314,9 +314,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   for (size_t o = 0; o < 3 && error.empty(); o++) error = failure(ort->GetTensorMutableData(outputs[o], &out[o]));
   if (!error.empty()) return error;
   // Present bound over past (the engine's case) is updated in place; otherwise it starts as a copy.
-  size_t cacheBytes = kernel.element == ortserve::CacheElement::kHalf   ? 2
-                      : kernel.element == ortserve::CacheElement::kInt8 ? 1
-                                                                       : sizeof(float);
+  size_t cacheBytes = ortserve::CacheElementBytes(kernel.element);
   for (int64_t d : pastKey.dims) cacheBytes *= static_cast<size_t>(d);
   if (out[1] != pastKey.data) std::memcpy(out[1], pastKey.data, cacheBytes);
   if (out[2] != pastValue.data) std::memcpy(out[2], pastValue.data, cacheBytes);
