@@ -11,8 +11,17 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
+/** ORTSERVE_LOG_LEVEL, refused when it names no level (a typo would otherwise log everything). */
+function levelFromEnv(): LogLevel {
+  const value = process.env.ORTSERVE_LOG_LEVEL;
+  if (value === undefined || value === "") return "info";
+  if (!Object.hasOwn(ORDER, value))
+    throw new Error(`ORTSERVE_LOG_LEVEL must be ${Object.keys(ORDER).join(", ")} (got "${value}")`);
+  return value as LogLevel;
+}
+
 export function createLogger(
-  level: LogLevel = (process.env.ORTSERVE_LOG_LEVEL as LogLevel | undefined) ?? "info",
+  level: LogLevel = levelFromEnv(),
   base: Record<string, unknown> = {},
   write: (line: string) => void = (line) => process.stderr.write(line),
 ): Logger {

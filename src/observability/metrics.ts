@@ -131,7 +131,7 @@ export class Metrics {
     );
     gauge(
       "ortserve_kv_cache_bytes",
-      "Bytes of KV cache the engine holds (the positions its rows have held), per engine.",
+      "Bytes of KV cache the engine holds (the memory pages the positions its rows have held occupy), per engine.",
       this.kvCacheBytes,
     );
     gauge(

@@ -263,9 +263,22 @@ describe("KvSlots with the budget reserved up front (the native session's cache)
     expect(after.buffer).toBe(memory.buffer);
     expect(after.byteOffset).toBe(memory.byteOffset);
     expect(positions(kv, 1, 5)).toEqual(before);
-    expect(kv.bytes).toBe(16 * 1500 * kv.bytesPerToken);
+    // Committed page by page: each of the 2 x 2 buffers' 16 x 3 (row, head) spans holds 1,500
+    // positions of 16 bytes (24,000 bytes), rounded up to whole 4 KiB pages.
+    expect(kv.bytes).toBe(4 * 16 * 3 * Math.ceil((1500 * 16) / 4096) * 4096);
     expect(() => kv.ensurePositions(2049)).toThrow(/exceed/);
     expect(() => kv.ensureRows(17)).toThrow(/exceed/);
+  });
+
+  it("counts the pages the written extent touches: a position within them adds nothing", () => {
+    const kv = reserved();
+    hold(kv, 2, 1);
+    const onePage = kv.bytes;
+    expect(onePage).toBe(4 * 2 * 3 * 4096);
+    hold(kv, 2, 256); // 256 positions x 16 bytes = exactly one page
+    expect(kv.bytes).toBe(onePage);
+    hold(kv, 2, 257);
+    expect(kv.bytes).toBe(2 * onePage);
   });
 
   it("moves the live rows to a fresh reservation once far more was held for a while", () => {
@@ -284,7 +297,8 @@ describe("KvSlots with the budget reserved up front (the native session's cache)
     const fresh = kv.bind(0, 2).feeds["past_key_values.0.key"]!.data as Float32Array;
     expect(fresh.buffer).not.toBe(old.buffer);
     expect(kv.capacity).toBe(2048);
-    expect(kv.bytes).toBeLessThan((16 * 1500 * kv.bytesPerToken) / 50);
+    // Kept: 4 rows (a step of rows) x 64 positions (a step of positions), one page a span.
+    expect(kv.bytes).toBe(4 * 4 * 3 * 4096);
     expect(positions(kv, 0, 5)).toEqual(row0);
     expect(positions(kv, 1, 5)).toEqual(row1);
     // Rows past the live ones start empty in the fresh reservation.

@@ -62,6 +62,8 @@ class HostKvBlock implements KvBlock {
 
 /** Grown caches add positions in steps of this many: small, because every run copies the whole fetched cache. */
 const GROWTH_STEP = 64;
+/** The OS's page: the unit a reserved cache's memory is committed in (4 KiB on x86-64 Linux; a span that starts mid-page may touch one more). */
+const PAGE_BYTES = 4096;
 /** Rows are added in steps of this many. */
 const ROW_STEP = 4;
 /**
@@ -187,9 +189,17 @@ export class KvSlots implements KvRows {
     return { float32: 4, float16: 2, int8: 1 }[this.dtype];
   }
 
-  /** Bytes the cache may hold resident: the buffers grown on demand, the written extent of a reserved one. */
+  /**
+   * Bytes the cache may hold resident: the buffers grown on demand; for a reserved one, the pages
+   * its written extent touches. The OS commits a reservation page by page, so each (buffer, row,
+   * head) span of written positions holds whole pages: one more position that stays within its
+   * pages commits nothing.
+   */
   get bytes(): number {
-    return this.buffers.length * this.heldRows * this.rowFloats(this.heldPositions) * this.elementBytes;
+    const spans = this.buffers.length * this.heldRows * this.shape.kvHeads;
+    const spanBytes = this.heldPositions * this.width * this.elementBytes;
+    if (!this.reserved) return spans * spanBytes;
+    return spans * Math.ceil(spanBytes / PAGE_BYTES) * PAGE_BYTES;
   }
 
   /** KV bytes one token occupies across all layers. */

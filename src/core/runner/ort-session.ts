@@ -80,6 +80,7 @@ export function kvCacheDtypeFor(format: ModelFormat, setting: KvCacheDtypeSettin
   if (setting !== "auto") return setting;
   const forced = process.env.ORTSERVE_KV_CACHE_DTYPE;
   if (forced === "float32" || forced === "float16" || forced === "int8") return forced;
+  if (forced) throw new Error(`ORTSERVE_KV_CACHE_DTYPE must be float32, float16 or int8 (got "${forced}")`);
   return format === "q4" ? "float16" : "float32";
 }
 
