@@ -1,15 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../src/observability/logger.ts";
 
 describe("createLogger", () => {
-  const saved = process.env.ORTSERVE_LOG_LEVEL;
-  afterEach(() => {
-    if (saved === undefined) delete process.env.ORTSERVE_LOG_LEVEL;
-    else process.env.ORTSERVE_LOG_LEVEL = saved;
-  });
+  afterEach(() => vi.unstubAllEnvs());
 
   it("takes its level from ORTSERVE_LOG_LEVEL", () => {
-    process.env.ORTSERVE_LOG_LEVEL = "warn";
+    vi.stubEnv("ORTSERVE_LOG_LEVEL", "warn");
     const lines: string[] = [];
     const log = createLogger(undefined, {}, (line) => lines.push(line));
     log.info("dropped");
@@ -19,7 +15,7 @@ describe("createLogger", () => {
 
   it("refuses a level it does not know instead of logging everything", () => {
     for (const value of ["verbose", "toString"]) {
-      process.env.ORTSERVE_LOG_LEVEL = value;
+      vi.stubEnv("ORTSERVE_LOG_LEVEL", value);
       expect(() => createLogger()).toThrow(
         `ORTSERVE_LOG_LEVEL must be debug, info, warn, error (got "${value}")`,
       );
