@@ -4,7 +4,7 @@
  * a validated HTTP request and turns EngineEvents into responses or stream chunks.
  */
 
-import type { KvDtype } from "./runner/kv-rows.ts";
+import { KV_DTYPES, type KvDtype } from "./runner/kv-rows.ts";
 import type { RequestSampling } from "./sample/params.ts";
 import type { RepetitionDetection } from "./sample/repetition.ts";
 import type { StructuredConstraint } from "./structured/constraint-spec.ts";
@@ -115,7 +115,7 @@ export type EngineErrorCode =
 
 /** What `--kv-cache-dtype` takes: a cache element type, or the weight format's own ("auto"). */
 export type KvCacheDtypeSetting = "auto" | KvDtype;
-export const KV_CACHE_DTYPE_SETTINGS: readonly KvCacheDtypeSetting[] = ["auto", "float32", "float16", "int8"];
+export const KV_CACHE_DTYPE_SETTINGS: readonly KvCacheDtypeSetting[] = ["auto", ...KV_DTYPES];
 
 export interface EngineCoreConfig {
   modelDir: string;

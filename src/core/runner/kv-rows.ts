@@ -9,7 +9,9 @@
  * cached position of a KV head being head_dim signed bytes and then one binary16 scale per block
  * of 32 (native/src/attention.h), so a position takes head_dim + head_dim / 16 elements.
  */
-export type KvDtype = "float32" | "float16" | "int8";
+/** The element types a KV cache can be kept in. */
+export const KV_DTYPES = ["float32", "float16", "int8"] as const;
+export type KvDtype = (typeof KV_DTYPES)[number];
 
 /** A saved run of positions of one row (for the prefix cache); opaque to the engine. */
 export interface KvBlock {

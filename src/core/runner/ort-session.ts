@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
 import type { KvCacheDtypeSetting } from "../types.ts";
-import type { KvDtype } from "./kv-rows.ts";
+import { KV_DTYPES, type KvDtype } from "./kv-rows.ts";
 import { nativeSessions } from "./native-session.ts";
 
 export interface DecoderSessionOptions {
@@ -79,8 +79,11 @@ export async function createDecoderSession(
 export function kvCacheDtypeFor(format: ModelFormat, setting: KvCacheDtypeSetting = "auto"): KvDtype {
   if (setting !== "auto") return setting;
   const forced = process.env.ORTSERVE_KV_CACHE_DTYPE;
-  if (forced === "float32" || forced === "float16" || forced === "int8") return forced;
-  if (forced) throw new Error(`ORTSERVE_KV_CACHE_DTYPE must be float32, float16 or int8 (got "${forced}")`);
+  if ((KV_DTYPES as readonly string[]).includes(forced ?? "")) return forced as KvDtype;
+  if (forced)
+    throw new Error(
+      `ORTSERVE_KV_CACHE_DTYPE must be ${KV_DTYPES.slice(0, -1).join(", ")} or ${KV_DTYPES.at(-1)} (got "${forced}")`,
+    );
   return format === "q4" ? "float16" : "float32";
 }
 
