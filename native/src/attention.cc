@@ -6,7 +6,10 @@
 // work items are (row, query head, block of up to 8 new tokens); decode items are (row, KV head,
 // chunk), all the query heads of a KV head together, so the cache is read once per step and a
 // long row is spread over the threads. Keys and values are read straight from the cache: nothing
-// is packed or copied per step.
+// is packed or copied per step. The rotary embedding and the new positions' cache writes run
+// inside the parallel work too (a decode item rotates its own queries and, for a row's last
+// chunk, writes the new key and value first; prefill does its tokens in a pass before the items):
+// done before the items on the calling thread, they were a fifth of a 16-row step's attention.
 #include "attention.h"
 
 #include <algorithm>
@@ -77,7 +80,8 @@ uint16_t FloatToHalf(float f) {
   std::memcpy(&x, &f, 4);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   const uint32_t abs = x & 0x7fffffff;
-  if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf, NaN
+  // inf; NaN quieted with the top of its payload kept, as F16C's conversion does.
+  if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 | ((abs >> 13) & 0x3ff) : 0);
   if (abs >= 0x477ff000) return sign | 0x7c00;                                      // overflows to inf
   if (abs < 0x38800000) {
     // Subnormal or zero: shift the mantissa (with its implicit bit) into place, rounding to even.
@@ -157,6 +161,59 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
     out[i] = x1 * cosRow[i] - x2 * sinRow[i];
     out[i + half] = x2 * cosRow[i] + x1 * sinRow[i];
   }
+}
+
+#ifdef ORTSERVE_ATTENTION_AVX2
+// No FMA in this target: x1 cos - x2 sin rounds each product as Rotate does, so both give the
+// same bits.
+#define AVX2_NO_FMA_FN __attribute__((target("avx2,f16c")))
+
+AVX2_NO_FMA_FN void RotateAvx2(const float* in, float* out, int headDim, const float* cosRow, const float* sinRow) {
+  const int half = headDim / 2;
+  int i = 0;
+  for (; i + 8 <= half; i += 8) {
+    const __m256 x1 = _mm256_loadu_ps(in + i);
+    const __m256 x2 = _mm256_loadu_ps(in + i + half);
+    const __m256 c = _mm256_loadu_ps(cosRow + i);
+    const __m256 s = _mm256_loadu_ps(sinRow + i);
+    _mm256_storeu_ps(out + i, _mm256_sub_ps(_mm256_mul_ps(x1, c), _mm256_mul_ps(x2, s)));
+    _mm256_storeu_ps(out + i + half, _mm256_add_ps(_mm256_mul_ps(x2, c), _mm256_mul_ps(x1, s)));
+  }
+  for (; i < half; i++) {
+    const float x1 = in[i];
+    const float x2 = in[i + half];
+    out[i] = x1 * cosRow[i] - x2 * sinRow[i];
+    out[i + half] = x2 * cosRow[i] + x1 * sinRow[i];
+  }
+}
+
+// StoreRow to binary16 with F16C: round to nearest even, as FloatToHalf.
+AVX2_NO_FMA_FN void StoreHalfRowF16c(const float* in, Half* out, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++) out[i].bits = FloatToHalf(in[i]);
+}
+#endif
+
+void RotateRow(const float* in, float* out, int headDim, const float* cosRow, const float* sinRow, bool avx) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+  if (avx) return RotateAvx2(in, out, headDim, cosRow, sinRow);
+#endif
+  (void)avx;
+  Rotate(in, out, headDim, cosRow, sinRow);
+}
+
+template <typename T>
+void StoreCacheRow(const float* in, T* out, int n, bool avx) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+  if constexpr (std::is_same_v<T, Half>) {
+    if (avx) return StoreHalfRowF16c(in, out, n);
+  }
+#endif
+  (void)avx;
+  StoreRow(in, out, n);
 }
 
 // ---- portable kernels ----
@@ -340,6 +397,18 @@ constexpr int kPositionChunk = 256;
 
 int ChunksOf(int length) { return (length + kPositionChunk - 1) / kPositionChunk; }
 
+// The first bytes of a decode item's keys or values, fetched into L2 while the item before it
+// computes. ONNX Runtime's pool hands each thread a run of consecutive items, and the step's other
+// work has pushed the cache out by then: with 16 rows of ~128 positions (16 KB of keys per item)
+// the hardware prefetcher otherwise meets each item's stream cold, and a step's attention took
+// ~10% longer. The start is enough for it to take the stream over; prefetching whole items made
+// long rows slower.
+constexpr size_t kPrefetchBytes = 1024;
+inline void PrefetchStart(const void* data) {
+  const char* bytes = static_cast<const char*>(data);
+  for (size_t offset = 0; offset < kPrefetchBytes; offset += 64) __builtin_prefetch(bytes + offset, 0, 2);
+}
+
 // exp(scores - max) in place; returns their sum and sets *max.
 float SoftmaxNumerators(float* scores, int length, float* max, bool avx) {
 #ifdef ORTSERVE_ATTENTION_AVX2
@@ -462,25 +531,27 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   for (int64_t i = 0; i < static_cast<int64_t>(s.batch) * s.sequence; i++)
     if (positions[i] < 0 || positions[i] >= s.rotaryPositions) return "a position is outside the rotary cache";
 
-  // Rotated queries; rotated keys and the values go into the cache at their positions.
-  std::vector<float> queries(static_cast<size_t>(s.batch) * s.sequence * s.heads * D);
-  std::vector<float> rotated(D);
-  for (int b = 0; b < s.batch; b++)
-    for (int t = 0; t < s.sequence; t++) {
-      const size_t token = static_cast<size_t>(b) * s.sequence + t;
-      const float* in = qkv + token * packed;
-      const int64_t pos = positions[token];
-      const float* cosRow = cosCache + pos * half;
-      const float* sinRow = sinCache + pos * half;
-      for (int h = 0; h < s.heads; h++) Rotate(in + h * D, queries.data() + (token * s.heads + h) * D, s.headDim, cosRow, sinRow);
-      const size_t at = static_cast<size_t>(past[b] + t) * RowStride<T>(s.headDim);
-      for (int g = 0; g < s.kvHeads; g++) {
-        const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan + at;
-        Rotate(in + (s.heads + g) * D, rotated.data(), s.headDim, cosRow, sinRow);
-        StoreRow(rotated.data(), keyCache + cacheRow, s.headDim);
-        StoreRow(in + (s.heads + s.kvHeads + g) * D, valueCache + cacheRow, s.headDim);
-      }
-    }
+  // Token t of row b: its rotated key and its value for KV head g into the cache at its position.
+  auto cacheToken = [&](int b, int t, int g) {
+    const size_t token = static_cast<size_t>(b) * s.sequence + t;
+    const float* in = qkv + token * packed;
+    const int64_t pos = positions[token];
+    thread_local std::vector<float> rotated;
+    rotated.resize(D);
+    const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan +
+                            static_cast<size_t>(past[b] + t) * RowStride<T>(s.headDim);
+    RotateRow(in + (s.heads + g) * D, rotated.data(), s.headDim, cosCache + pos * half, sinCache + pos * half, avx);
+    StoreCacheRow(rotated.data(), keyCache + cacheRow, s.headDim, avx);
+    StoreCacheRow(in + (s.heads + s.kvHeads + g) * D, valueCache + cacheRow, s.headDim, avx);
+  };
+  // Query heads [h0, h0 + count) of token t of row b, rotated, to out (count x headDim).
+  auto rotateQueries = [&](int b, int t, int h0, int count, float* out) {
+    const size_t token = static_cast<size_t>(b) * s.sequence + t;
+    const int64_t pos = positions[token];
+    for (int i = 0; i < count; i++)
+      RotateRow(qkv + token * packed + (h0 + i) * D, out + i * D, s.headDim, cosCache + pos * half,
+                sinCache + pos * half, avx);
+  };
 
   int64_t pairs = 0;
   for (int b = 0; b < s.batch; b++) pairs += static_cast<int64_t>(past[b] + s.sequence) * s.sequence * s.heads;
@@ -508,18 +579,38 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     const size_t partialsPerHead = static_cast<size_t>(mostChunks) * stride;
     partialStore.resize(static_cast<size_t>(s.batch) * s.heads * partialsPerHead);
     float* partials = partialStore.data();
-    run(firstItem[s.batch], [&](size_t item) {
-      const int b = static_cast<int>(std::upper_bound(firstItem.begin(), firstItem.end(), item) - firstItem.begin()) - 1;
+    // Each item rotates its own queries; the item of a row's last chunk, the only one that reads
+    // the new position, first writes that position's key and value. A row of one chunk has its
+    // output merged by its item, the others once every item is done.
+    struct DecodeItem {
+      int b, g, c;
+    };
+    auto decodeItem = [&](size_t item) {
+      const auto after = std::upper_bound(firstItem.begin(), firstItem.end(), item);
+      const int b = static_cast<int>(after - firstItem.begin()) - 1;
       const size_t within = item - firstItem[b];
-      const int g = static_cast<int>(within / chunks[b]);
-      const int c = static_cast<int>(within % chunks[b]);
+      return DecodeItem{b, static_cast<int>(within / chunks[b]), static_cast<int>(within % chunks[b])};
+    };
+    run(firstItem[s.batch], [&](size_t item) {
+      const auto [b, g, c] = decodeItem(item);
+      if (item + 1 < firstItem[s.batch]) {
+        const DecodeItem next = decodeItem(item + 1);
+        const size_t at = (static_cast<size_t>(next.b) * s.kvHeads + next.g) * rowSpan +
+                          static_cast<size_t>(next.c) * kPositionChunk * RowStride<T>(s.headDim);
+        PrefetchStart(keyCache + at);
+        PrefetchStart(valueCache + at);
+      }
       const int length = past[b] + 1;
+      if (c == chunks[b] - 1) cacheToken(b, 0, g);
+      thread_local std::vector<float> groupQueries;
+      groupQueries.resize(static_cast<size_t>(group) * D);
+      rotateQueries(b, 0, g * group, group, groupQueries.data());
       const float* queryRows[kMostGroup];
       float* partialRows[kMostGroup];
       int lengths[kMostGroup];
       for (int i = 0; i < group; i++) {
         const int h = g * group + i;
-        queryRows[i] = queries.data() + (static_cast<size_t>(b) * s.heads + h) * D;
+        queryRows[i] = groupQueries.data() + i * D;
         partialRows[i] = partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead + static_cast<size_t>(c) * stride;
         lengths[i] = length;
       }
@@ -531,16 +622,29 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       AttendChunk(queryRows, lengths, group, c * kPositionChunk, std::min(length, (c + 1) * kPositionChunk),
                   keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows,
                   tile.data());
+      if (chunks[b] == 1)
+        for (int i = 0; i < group; i++)
+          MergePartials(partialRows[i], 1, stride, s.headDim,
+                        out + (static_cast<size_t>(b) * s.heads + g * group + i) * D);
     });
     for (int b = 0; b < s.batch; b++)
-      for (int h = 0; h < s.heads; h++)
-        MergePartials(partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead, chunks[b], stride, s.headDim,
-                      out + (static_cast<size_t>(b) * s.heads + h) * D);
+      if (chunks[b] > 1)
+        for (int h = 0; h < s.heads; h++)
+          MergePartials(partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead, chunks[b], stride,
+                        s.headDim, out + (static_cast<size_t>(b) * s.heads + h) * D);
     return nullptr;
   }
 
-  // Prefill: a work item is (row, query head, block of up to kTokenBlock new tokens), token i of
-  // the block seeing the cached positions and the new ones up to itself.
+  // Prefill: first every new token's rotated queries, and its key and value into the cache; then
+  // the work items (row, query head, block of up to kTokenBlock new tokens), token i of the block
+  // seeing the cached positions and the new ones up to itself.
+  std::vector<float> queries(static_cast<size_t>(s.batch) * s.sequence * s.heads * D);
+  run(static_cast<size_t>(s.batch) * s.sequence, [&](size_t token) {
+    const int b = static_cast<int>(token / s.sequence);
+    const int t = static_cast<int>(token % s.sequence);
+    rotateQueries(b, t, 0, s.heads, queries.data() + token * s.heads * D);
+    for (int g = 0; g < s.kvHeads; g++) cacheToken(b, t, g);
+  });
   const int blocks = (s.sequence + kTokenBlock - 1) / kTokenBlock;
   const size_t items = static_cast<size_t>(s.batch) * s.heads * blocks;
   run(items, [&](size_t item) {
