@@ -6,10 +6,12 @@
 // work items are (row, query head, block of up to 8 new tokens); decode items are (row, KV head,
 // chunk), all the query heads of a KV head together, so the cache is read once per step and a
 // long row is spread over the threads. Keys and values are read straight from the cache: nothing
-// is packed or copied per step. The rotary embedding and the new positions' cache writes run
-// inside the parallel work too (a decode item rotates its own queries and, for a row's last
-// chunk, writes the new key and value first; prefill does its tokens in a pass before the items):
-// done before the items on the calling thread, they were a fifth of a 16-row step's attention.
+// is packed or copied per step (an 8-bit cache, on CPUs with AVX-512VL, is scored and summed
+// from its bytes; elsewhere each tile is converted to floats once). The rotary embedding and the
+// new positions' cache writes run inside the parallel work too (a decode item rotates its own
+// queries and, for a row's last chunk, writes the new key and value first; prefill does its
+// tokens in a pass before the items): done before the items on the calling thread, they were a
+// fifth of a 16-row step's attention.
 #include "attention.h"
 
 #include <algorithm>
@@ -34,6 +36,9 @@ namespace {
 constexpr int kTokenBlock = 8;
 // Query heads sharing one KV head that a decode work item holds.
 constexpr int kMostGroup = 64;
+// Query heads the 8-bit cache's AVX-512VL kernels serve from one read of a tile (SmolLM2's 9
+// query heads over 3 KV heads: a decode item's three).
+constexpr int kHeadsPerPass = 3;
 // Below this many (query, cached position) pairs a step's attention runs on the calling thread:
 // waking the pool would cost more than the work.
 constexpr int64_t kParallelPairs = 4096;
@@ -47,6 +52,17 @@ bool detectAvx2Fma() {
 #endif
 }
 const bool gAvx2Fma = detectAvx2Fma();
+
+bool detectAvx512Vl() {
+#ifdef ORTSERVE_ATTENTION_AVX2
+  return gAvx2Fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+// AVX-512VL's 32 vector registers let the 8-bit cache's keys be scored for three query heads at
+// once (the AVX2 kernels, with 16, take one head per pass).
+const bool gAvx512Vl = detectAvx512Vl();
 
 // IEEE binary16 conversions (round to nearest even), for the half-precision cache on machines
 // without F16C; the vector code converts with F16C.
@@ -383,6 +399,105 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
     _mm256_storeu_ps(out + d0, acc);
   }
 }
+
+// The AVX2 kernels' instructions with AVX-512VL's 32 ymm registers.
+#define AVX2_WIDE_FN __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+
+// Scores of Q queries against 8-bit cache rows, straight from the bytes: each block of 32 of a
+// key is converted once for all Q queries, each query's products summed per block and the sum
+// times the block's scale added to the score (no float tile written and read back).
+template <int Q>
+AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length, int headDim, float scale,
+                               float* const* scores) {
+  const size_t stride = RowStride<Q8>(headDim);
+  const int block = Int8Block(headDim);
+  const int blocks = headDim / block;
+  const __m128 scale4 = _mm_set1_ps(scale);
+  int j = 0;
+  for (; j + 4 <= length; j += 4) {
+    const Q8* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
+    __m256 total[Q][4];
+    for (int i = 0; i < Q; i++)
+      for (int p = 0; p < 4; p++) total[i][p] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+      __m256 acc[Q][4];
+      for (int i = 0; i < Q; i++)
+        for (int p = 0; p < 4; p++) acc[i][p] = _mm256_setzero_ps();
+      for (int d = b * block; d < (b + 1) * block; d += 8) {
+        __m256 k[4];
+        for (int p = 0; p < 4; p++) k[p] = Load8(rows[p] + d);
+        for (int i = 0; i < Q; i++) {
+          const __m256 qv = _mm256_loadu_ps(q[i] + d);
+          for (int p = 0; p < 4; p++) acc[i][p] = _mm256_fmadd_ps(qv, k[p], acc[i][p]);
+        }
+      }
+      for (int p = 0; p < 4; p++) {
+        const __m256 blockScale = _mm256_set1_ps(_cvtsh_ss(BlockScaleBits(rows[p], headDim, b)));
+        for (int i = 0; i < Q; i++)
+          total[i][p] = _mm256_fmadd_ps(acc[i][p], blockScale, total[i][p]);
+      }
+    }
+    for (int i = 0; i < Q; i++)
+      _mm_storeu_ps(scores[i] + j, _mm_mul_ps(Sum4(total[i][0], total[i][1], total[i][2], total[i][3]), scale4));
+  }
+  for (; j < length; j++) {
+    const Q8* row = keys + j * stride;
+    for (int i = 0; i < Q; i++) {
+      __m256 total = _mm256_setzero_ps();
+      for (int b = 0; b < blocks; b++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int d = b * block; d < (b + 1) * block; d += 8)
+          acc = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + d), Load8(row + d), acc);
+        const __m256 blockScale = _mm256_set1_ps(_cvtsh_ss(BlockScaleBits(row, headDim, b)));
+        total = _mm256_fmadd_ps(acc, blockScale, total);
+      }
+      const __m128 sum = Sum4(total, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+      scores[i][j] = _mm_cvtss_f32(sum) * scale;
+    }
+  }
+}
+
+// AccumulateValuesAvx2 for Q queries over 8-bit cache rows (blocks of 32), straight from the
+// bytes: each value converted once for all Q queries, its block's scale folded into each weight.
+template <int Q>
+AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* values, int length, int headDim,
+                                         float* const* out) {
+  const size_t stride = RowStride<Q8>(headDim);
+  for (int d0 = 0; d0 < headDim; d0 += 32) {
+    const int b = d0 / 32;
+    __m256 acc[Q][4];
+    for (int i = 0; i < Q; i++)
+      for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
+    for (int j = 0; j < length; j++) {
+      const Q8* row = values + j * stride;
+      const float blockScale = _cvtsh_ss(BlockScaleBits(row, headDim, b));
+      __m256 v[4];
+      for (int k = 0; k < 4; k++) v[k] = Load8(row + d0 + 8 * k);
+      for (int i = 0; i < Q; i++) {
+        const __m256 w = _mm256_set1_ps(weights[i][j] * blockScale);
+        for (int k = 0; k < 4; k++) acc[i][k] = _mm256_fmadd_ps(w, v[k], acc[i][k]);
+      }
+    }
+    for (int i = 0; i < Q; i++)
+      for (int k = 0; k < 4; k++) _mm256_storeu_ps(out[i] + d0 + 8 * k, acc[i][k]);
+  }
+}
+
+// AccumulateValuesQ8Avx2 for 1 to kHeadsPerPass queries.
+void AccumulateValuesQ8(int count, const float* const* weights, const Q8* values, int length, int headDim,
+                        float* const* out) {
+  if (count == 3) return AccumulateValuesQ8Avx2<3>(weights, values, length, headDim, out);
+  if (count == 2) return AccumulateValuesQ8Avx2<2>(weights, values, length, headDim, out);
+  AccumulateValuesQ8Avx2<1>(weights, values, length, headDim, out);
+}
+
+// ScoresQ8Avx2 for 1 to kHeadsPerPass queries.
+void ScoresQ8(int count, const float* const* q, const Q8* keys, int length, int headDim, float scale,
+              float* const* scores) {
+  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, headDim, scale, scores);
+  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, headDim, scale, scores);
+  ScoresQ8Avx2<1>(q, keys, length, headDim, scale, scores);
+}
 #endif
 
 // Cached positions per tile: a tile's keys (or values), 64 x 256 bytes for a head of 64, stay in
@@ -462,19 +577,66 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
       }
     }
   };
-  forEachTile(keys, [&](int i, int j0, int n, const auto* data) {
-    float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
+  // The 8-bit cache read straight from its bytes, up to kHeadsPerPass queries that reach equally
+  // far into a tile at once (fn(i, r, j0, n): queries [i, i + r), n positions of the tile at j0),
+  // where the CPU has AVX-512VL's registers; otherwise through a float tile (forEachTile). A
+  // token's floats still do not depend on the path: each query's sums run in the same order
+  // whichever queries share its pass.
+  bool fromBytes = false;
 #ifdef ORTSERVE_ATTENTION_AVX2
-    if (avx) return ScoresAvx2(queries[i], data, n, headDim, scale, row);
+  fromBytes = std::is_same_v<T, Q8> && avx && gAvx512Vl && headDim % 32 == 0;
 #endif
-    ScoresScalar(queries[i], data, n, headDim, scale, row);
-  });
+  auto forEachRun = [&](auto fn) {
+    for (int j0 = first; j0 < end; j0 += kPositionTile) {
+      auto reach = [&](int i) { return std::min({lengths[i], end, j0 + kPositionTile}) - j0; };
+      for (int i = 0; i < count;) {
+        const int n = reach(i);
+        int r = 1;
+        while (r < kHeadsPerPass && i + r < count && reach(i + r) == n) r++;
+        if (n > 0) fn(i, r, j0, n);
+        i += r;
+      }
+    }
+  };
+  if (fromBytes) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+    if constexpr (std::is_same_v<T, Q8>)
+      forEachRun([&](int i, int r, int j0, int n) {
+        float* rows[kHeadsPerPass];
+        for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
+        ScoresQ8(r, queries + i, keys + j0 * stride, n, headDim, scale, rows);
+      });
+#endif
+  } else {
+    forEachTile(keys, [&](int i, int j0, int n, const auto* data) {
+      float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
+#ifdef ORTSERVE_ATTENTION_AVX2
+      if (avx) return ScoresAvx2(queries[i], data, n, headDim, scale, row);
+#endif
+      ScoresScalar(queries[i], data, n, headDim, scale, row);
+    });
+  }
   for (int i = 0; i < count; i++) {
     const int n = std::min(lengths[i], end) - first;
     if (n <= 0) continue;
     float* partial = partials[i];
     partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk, n, &partial[0], avx);
     std::fill(partial + 2, partial + 2 + D, 0.0f);
+  }
+  if (fromBytes) {
+#ifdef ORTSERVE_ATTENTION_AVX2
+    if constexpr (std::is_same_v<T, Q8>)
+      forEachRun([&](int i, int r, int j0, int n) {
+        const float* weights[kHeadsPerPass];
+        float* sums[kHeadsPerPass];
+        for (int k = 0; k < r; k++) {
+          weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
+          sums[k] = partials[i + k] + 2;
+        }
+        AccumulateValuesQ8(r, weights, values + j0 * stride, n, headDim, sums);
+      });
+#endif
+    return;
   }
   forEachTile(values, [&](int i, int j0, int n, const auto* data) {
     const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
