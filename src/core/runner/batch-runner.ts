@@ -3,6 +3,7 @@
  * each, every row at its own length), or one prefill chunk for a single row.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
+import { AttentionMask } from "./attention-mask.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
 
@@ -16,15 +17,6 @@ function int64(values: ArrayLike<number>, dims: number[]): Tensor {
   const data = new BigInt64Array(values.length);
   for (let i = 0; i < values.length; i++) data[i] = BigInt(values[i]!);
   return new Tensor("int64", data, dims);
-}
-
-/** attention_mask rows: ones over each row's valid positions, zeros after (right padding). */
-function maskRows(validLengths: readonly number[], width: number): Tensor {
-  const data = new BigInt64Array(validLengths.length * width);
-  validLengths.forEach((len, r) => {
-    data.fill(1n, r * width, r * width + len);
-  });
-  return new Tensor("int64", data, [validLengths.length, width]);
 }
 
 /** The execute stage as the engine sees it: forward passes over KV rows. */
@@ -42,6 +34,9 @@ export class BatchRunner implements ModelRunner {
   readonly session: InferenceSession;
   readonly kv: KvSlots;
   private busy = false;
+  /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row. */
+  private readonly decodeMask = new AttentionMask();
+  private readonly prefillMask = new AttentionMask();
 
   constructor(session: InferenceSession, kv: KvSlots) {
     this.session = session;
@@ -59,6 +54,7 @@ export class BatchRunner implements ModelRunner {
     positions: Tensor,
     validLengths: number[],
     keep: number,
+    mask: AttentionMask,
   ): Promise<ForwardResult> {
     if (ids.dims.includes(0)) throw new Error("a forward pass needs at least one token");
     // The cache is fed and fetched in place: two overlapping runs would write the same memory.
@@ -72,7 +68,7 @@ export class BatchRunner implements ModelRunner {
           ...feeds,
           input_ids: ids,
           position_ids: positions,
-          attention_mask: maskRows(validLengths, this.kv.capacity),
+          attention_mask: mask.rows(validLengths, this.kv.capacity),
           num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
         },
         { ...fetches, logits: null },
@@ -97,6 +93,7 @@ export class BatchRunner implements ModelRunner {
       int64(lengths, [n, 1]),
       lengths.map((l) => l + 1),
       1,
+      this.decodeMask,
     );
   }
 
@@ -116,6 +113,7 @@ export class BatchRunner implements ModelRunner {
       ),
       [start + n],
       keep,
+      this.prefillMask,
     );
   }
 }
