@@ -57,6 +57,19 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     expect(alone[0]).toEqual(direct);
   });
 
+  it("a row finishing in the step a prompt is prefilled leaves that prompt's cache row intact", async () => {
+    // Step 1 prefills the first prompt; step 2 decodes its last token (the row leaves, the prompt
+    // row after it moves down) and prefills the second: its chunk must land in the moved row.
+    // Salted apart: a prefix-cache hit would load the second prompt's first blocks for it.
+    const [first, second] = [prompts[0]!, prompts[3]!];
+    const alone = (await collect(pool, config, request(second, { cacheSalt: "alone" }))).choices[0]!.tokens;
+    const [, together] = await Promise.all([
+      collect(pool, config, request(first, { maxTokens: 2 })),
+      collect(pool, config, request(second, { cacheSalt: "together" })),
+    ]);
+    expect(together.choices[0]!.tokens).toEqual(alone);
+  });
+
   it("a seeded request gives the same tokens whatever else is in the batch; choice i uses seed + i", async () => {
     const seeded = request(prompts[1]!, { n: 2, sampling: sampling({ temperature: 1, seed: 1234n }) });
     const alone = await collect(pool, config, seeded);

@@ -305,7 +305,7 @@ export class EngineCore {
     const a = chunk.request;
     const allRows = a.req.promptLogprobs !== undefined || a.req.promptLogits === true;
     const { logits, vocab } = await this.runner.prefill(
-      chunk.row,
+      this.scheduler.prefillRow,
       chunk.tokens,
       chunk.start,
       allRows ? 0 : 1,

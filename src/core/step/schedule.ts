@@ -17,7 +17,6 @@ import { BeamRow } from "./beam-group.ts";
 
 export interface PrefillChunk {
   request: ActiveRequest;
-  row: number;
   /** Prompt positions already cached: the chunk starts here. */
   start: number;
   tokens: number[];
@@ -45,6 +44,15 @@ export class Scheduler {
     this.kv = kv;
     this.prefixCache = new PrefixCache(config.prefixCacheBytes);
     this.waiting = new RequestQueue(config.schedulingPolicy);
+  }
+
+  /**
+   * The row of the prompt being prefilled: just after the decoding rows, so it moves down when a
+   * decoding row leaves (compact), and a chunk must be run at its row as of the pass, not as of
+   * schedule().
+   */
+  get prefillRow(): number {
+    return this.decoding.length;
   }
 
   get waitingCount(): number {
@@ -80,7 +88,7 @@ export class Scheduler {
     if (!a) return { decode: [...this.decoding] };
     const start = a.computed;
     const tokens = a.promptIds.slice(start, start + this.config.prefillChunk);
-    return { decode: [...this.decoding], prefill: { request: a, row: this.decoding.length, start, tokens } };
+    return { decode: [...this.decoding], prefill: { request: a, start, tokens } };
   }
 
   /** Every request in flight (decoding or mid-prefill), each once. */
