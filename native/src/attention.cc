@@ -848,19 +848,75 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   return nullptr;
 }
 
+// Ragged tokens (attention.h): each row's run of tokens is attended as a batch of its own shape,
+// consecutive rows of one token each as one decode batch. Rows are disjoint, so the calls are
+// independent, and a token's output is the same bits as in a batch of its row alone.
+template <typename T>
+const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache,
+                            const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                            const float* sinCache, float* out, const ParallelFor& parallelFor,
+                            const int64_t* tokenRows, int64_t tokens) {
+  const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * s.headDim;
+  const size_t outWidth = static_cast<size_t>(s.heads) * s.headDim;
+  const size_t cacheRow = static_cast<size_t>(s.kvHeads) * s.capacity * RowStride<T>(s.headDim);
+  std::vector<bool> seen(s.batch, false);
+  // Rows [row0, row0 + rows), `sequence` tokens each, whose tokens start at token `first`.
+  auto attend = [&](int64_t first, int row0, int rows, int sequence) {
+    AttentionShape part = s;
+    part.batch = rows;
+    part.sequence = sequence;
+    return Attention(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
+                     seqlensK + row0, positions + first, cosCache, sinCache, out + first * outWidth, parallelFor);
+  };
+  int64_t t = 0;
+  while (t < tokens) {
+    const int64_t row = tokenRows[t];
+    if (row < 0 || row >= s.batch || seen[row]) return "a row's tokens are not one run of token_rows";
+    int64_t end = t + 1;
+    while (end < tokens && tokenRows[end] == row) end++;
+    seen[row] = true;
+    if (end - t > 1) {
+      if (const char* problem = attend(t, static_cast<int>(row), 1, static_cast<int>(end - t))) return problem;
+      t = end;
+      continue;
+    }
+    // One token: joined by the following rows that have one token each, in row order.
+    int64_t last = t;
+    while (last + 1 < tokens && tokenRows[last + 1] == tokenRows[last] + 1 && tokenRows[last + 1] < s.batch &&
+           !seen[tokenRows[last + 1]] && (last + 2 >= tokens || tokenRows[last + 2] != tokenRows[last + 1])) {
+      last++;
+      seen[tokenRows[last]] = true;
+    }
+    if (const char* problem = attend(t, static_cast<int>(row), static_cast<int>(last - t + 1), 1)) return problem;
+    t = last + 1;
+  }
+  return nullptr;
+}
+
+template <typename T>
+const char* Dispatch(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache, const int32_t* seqlensK,
+                     const int64_t* positions, const float* cosCache, const float* sinCache, float* out,
+                     const ParallelFor& parallelFor, const int64_t* tokenRows, int64_t tokens) {
+  if (tokenRows == nullptr)
+    return Attention(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out, parallelFor);
+  return RaggedAttention(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out, parallelFor,
+                         tokenRows, tokens);
+}
+
 }  // namespace
 
 const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
                             CacheElement element, const int32_t* seqlensK, const int64_t* positions,
-                            const float* cosCache, const float* sinCache, float* out, const ParallelFor& parallelFor) {
+                            const float* cosCache, const float* sinCache, float* out, const ParallelFor& parallelFor,
+                            const int64_t* tokenRows, int64_t tokens) {
   if (element == CacheElement::kHalf)
-    return Attention(shape, qkv, static_cast<Half*>(keyCache), static_cast<Half*>(valueCache), seqlensK, positions,
-                     cosCache, sinCache, out, parallelFor);
+    return Dispatch(shape, qkv, static_cast<Half*>(keyCache), static_cast<Half*>(valueCache), seqlensK, positions,
+                    cosCache, sinCache, out, parallelFor, tokenRows, tokens);
   if (element == CacheElement::kInt8)
-    return Attention(shape, qkv, static_cast<Q8*>(keyCache), static_cast<Q8*>(valueCache), seqlensK, positions,
-                     cosCache, sinCache, out, parallelFor);
-  return Attention(shape, qkv, static_cast<float*>(keyCache), static_cast<float*>(valueCache), seqlensK, positions,
-                   cosCache, sinCache, out, parallelFor);
+    return Dispatch(shape, qkv, static_cast<Q8*>(keyCache), static_cast<Q8*>(valueCache), seqlensK, positions,
+                    cosCache, sinCache, out, parallelFor, tokenRows, tokens);
+  return Dispatch(shape, qkv, static_cast<float*>(keyCache), static_cast<float*>(valueCache), seqlensK, positions,
+                  cosCache, sinCache, out, parallelFor, tokenRows, tokens);
 }
 
 }  // namespace ortserve

@@ -52,9 +52,17 @@ using ParallelFor = std::function<void(size_t count, const std::function<void(si
 // type, updated in place at each row's new positions; seqlensK [batch] =
 // row length after this step minus one; positions [batch, sequence]; cos/sin
 // [rotaryPositions, headDim / 2]; out [batch, sequence, heads headDim].
+//
+// Ragged tokens (tokenRows not null): the step's `tokens` new tokens belong to rows of their own,
+// tokenRows[t] the cache row of token t, so one call serves rows with different numbers of new
+// tokens (a decode batch and a prompt chunk in one forward pass). A row's tokens are one run, in
+// position order; shape.sequence is ignored; qkv [tokens, (heads + 2 kvHeads) headDim], positions
+// [tokens], out [tokens, heads headDim]; seqlensK and the caches cover shape.batch rows, of which
+// rows without tokens are left as they are.
 // Returns nullptr, or what is wrong.
 const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
                             CacheElement element, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
-                            const float* sinCache, float* out, const ParallelFor& parallelFor);
+                            const float* sinCache, float* out, const ParallelFor& parallelFor,
+                            const int64_t* tokenRows = nullptr, int64_t tokens = 0);
 
 }  // namespace ortserve

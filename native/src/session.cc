@@ -153,9 +153,10 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
 
 // ---- ortserve.CachedAttention: the custom operator over attention.cc ----
 // Inputs: qkv, past key, past value, seqlens_k, cos cache, sin cache, position ids (the
-// GroupQueryAttention inputs src/core/runner/attention-graph.ts keeps); outputs: the attention
-// and the present key and value, which IoBinding binds over the past buffers (when they are
-// not, the past is copied into them first).
+// GroupQueryAttention inputs src/core/runner/attention-graph.ts keeps), and token_rows (int64,
+// the cache row of each new token; empty: the batch form); outputs: the
+// attention and the present key and value, which IoBinding binds over the past buffers (when they
+// are not, the past is copied into them first).
 
 struct AttentionKernel {
   int heads = 0;
@@ -177,7 +178,8 @@ static_assert(offsetof(AttentionOp, op) == 0, "ONNX Runtime hands the OrtCustomO
 
 const AttentionOp& OpOf(const OrtCustomOp* op) { return *reinterpret_cast<const AttentionOp*>(op); }
 
-constexpr size_t kAttentionInputs = 7;
+constexpr size_t kAttentionInputs = 8;
+constexpr size_t kTokenRowsInput = 7;
 
 const char* ORT_API_CALL AttentionName(const OrtCustomOp* op) { return OpOf(op).name; }
 const char* ORT_API_CALL AttentionProvider(const OrtCustomOp*) { return "CPUExecutionProvider"; }
@@ -194,7 +196,7 @@ ONNXTensorElementDataType CacheType(const OrtCustomOp* op) {
 ONNXTensorElementDataType ORT_API_CALL AttentionInputType(const OrtCustomOp* op, size_t index) {
   if (index == 1 || index == 2) return CacheType(op);
   if (index == 3) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-  if (index == 6) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  if (index == 6 || index == kTokenRowsInput) return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 }
 size_t ORT_API_CALL AttentionInputCount(const OrtCustomOp*) { return kAttentionInputs; }
@@ -278,14 +280,20 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
     if (error.empty()) error = Describe(value, &in[i]);
     if (!error.empty()) return error;
   }
+  const TensorView& tokenRows = in[kTokenRowsInput];
+  if (tokenRows.dims.size() != 1) return "token_rows must be one-dimensional";
+  // Ragged tokens: qkv [1, tokens, ...], their cache rows in token_rows.
+  const int64_t raggedTokens = tokenRows.dims[0];
   const TensorView& qkv = in[0];
   const TensorView& pastKey = in[1];
   const TensorView& pastValue = in[2];
   if (qkv.dims.size() != 3 || pastKey.dims.size() != 4 || pastValue.dims != pastKey.dims || in[4].dims.size() != 2 ||
       in[5].dims != in[4].dims || in[6].dims.size() != 2)
     return "unexpected input ranks";
+  if (raggedTokens > 0 && (qkv.dims[0] != 1 || qkv.dims[1] != raggedTokens))
+    return "with token_rows, qkv must be [1, tokens, ...]";
   ortserve::AttentionShape shape;
-  shape.batch = static_cast<int>(qkv.dims[0]);
+  shape.batch = static_cast<int>(raggedTokens > 0 ? pastKey.dims[0] : qkv.dims[0]);
   shape.sequence = static_cast<int>(qkv.dims[1]);
   shape.heads = kernel.heads;
   shape.kvHeads = kernel.kvHeads;
@@ -301,11 +309,11 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   shape.scale = kernel.scale != 0 ? kernel.scale : 1.0f / std::sqrt(static_cast<float>(shape.headDim));
   if (qkv.dims[2] != static_cast<int64_t>(shape.heads + 2 * shape.kvHeads) * shape.headDim ||
       pastKey.dims[0] != shape.batch || pastKey.dims[1] != shape.kvHeads || in[4].dims[1] * 2 != shape.headDim ||
-      in[3].dims.size() != 1 || in[3].dims[0] != shape.batch || in[6].dims[0] != shape.batch ||
+      in[3].dims.size() != 1 || in[3].dims[0] != shape.batch || in[6].dims[0] != qkv.dims[0] ||
       in[6].dims[1] != shape.sequence)
     return "input shapes do not agree with num_heads, kv_num_heads and each other";
 
-  const int64_t outDims[3] = {shape.batch, shape.sequence, static_cast<int64_t>(shape.heads) * shape.headDim};
+  const int64_t outDims[3] = {qkv.dims[0], shape.sequence, static_cast<int64_t>(shape.heads) * shape.headDim};
   OrtValue* outputs[3] = {nullptr, nullptr, nullptr};
   std::string error = failure(ort->KernelContext_GetOutput(context, 0, outDims, 3, &outputs[0]));
   for (size_t o = 1; o < 3 && error.empty(); o++)
@@ -323,7 +331,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   const char* problem = ortserve::CachedAttention(
       shape, static_cast<const float*>(qkv.data), out[1], out[2], kernel.element, static_cast<const int32_t*>(in[3].data), static_cast<const int64_t*>(in[6].data),
       static_cast<const float*>(in[4].data), static_cast<const float*>(in[5].data), static_cast<float*>(out[0]),
-      parallelFor);
+      parallelFor, raggedTokens > 0 ? static_cast<const int64_t*>(tokenRows.data) : nullptr, raggedTokens);
   return problem != nullptr ? problem : "";
 }
 

@@ -68,6 +68,12 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
       collect(pool, config, request(second, { cacheSalt: "together" })),
     ]);
     expect(together.choices[0]!.tokens).toEqual(alone);
+    // With ortserve's attention kernel that step was one forward pass (decode row and chunk).
+    const mixed = Object.values(await pool.stats()).reduce(
+      (n: number, s) => n + ((s as { mixedSteps?: number }).mixedSteps ?? 0),
+      0,
+    );
+    if (nativeSessions) expect(mixed).toBeGreaterThan(0);
   });
 
   it("a seeded request gives the same tokens whatever else is in the batch; choice i uses seed + i", async () => {

@@ -10,6 +10,7 @@ import {
   cachedAttentionModel,
   describeModel,
   type NodeSummary,
+  TOKEN_ROWS,
   withCachedAttention,
 } from "../../src/core/runner/attention-graph.ts";
 import { BLOCK_OFFSET_OP, BLOCK_OFFSET_SWIGLU_OP, SWIGLU_OP } from "../../src/core/runner/epilogue-graph.ts";
@@ -37,8 +38,9 @@ describe("withCachedAttention", () => {
     ours.forEach((n, l) => {
       const g = gqa[l]!;
       expect(n.domain).toBe(ATTENTION_DOMAIN);
-      // qkv, past K/V, seqlens_k, cos, sin, position ids: GroupQueryAttention's 0, 3-5, 7-9.
-      expect(n.inputs).toEqual([0, 3, 4, 5, 7, 8, 9].map((i) => g.inputs[i]));
+      // qkv, past K/V, seqlens_k, cos, sin, position ids: GroupQueryAttention's 0, 3-5, 7-9;
+      // then the ragged form's token rows.
+      expect(n.inputs).toEqual([...[0, 3, 4, 5, 7, 8, 9].map((i) => g.inputs[i]), TOKEN_ROWS]);
       expect(n.outputs).toEqual(g.outputs);
     });
     // Every other node is untouched, in order; what went is only what the epilogues fuse (below).

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InferenceSession, Tensor } from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TOKEN_ROWS } from "../../src/core/runner/attention-graph.ts";
 import { type NativeDecoderSession, nativeSessions } from "../../src/core/runner/native-session.ts";
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
@@ -245,6 +246,58 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
         ).toBeLessThan(1e-2);
       }
     });
+
+  it("gives ragged rows (decode rows and a prompt chunk in one run) the bits of separate runs", async () => {
+    const decode = feeds([1000, 300], 1, 11, false);
+    const prefill = feeds([700], 40, 12, false);
+    const cat = (a: Tensor, b: Tensor, dims: number[]) => {
+      const x = new Float32Array(a.size + b.size);
+      x.set(floats(a));
+      x.set(floats(b), a.size);
+      return new Tensor("float32", x, dims);
+    };
+    const cacheDims = [3, KV_HEADS, CAPACITY, HEAD_DIM];
+    // The engine's order: the prompt chunk's tokens (row 2), then one token of each decode row.
+    const ragged = {
+      query: cat(prefill.query!, decode.query!, [1, 42, PACKED]),
+      "past_key_values.0.key": cat(
+        decode["past_key_values.0.key"]!,
+        prefill["past_key_values.0.key"]!,
+        cacheDims,
+      ),
+      "past_key_values.0.value": cat(
+        decode["past_key_values.0.value"]!,
+        prefill["past_key_values.0.value"]!,
+        cacheDims,
+      ),
+      seqlens_k: new Tensor("int32", Int32Array.of(1000, 300, 739), [3]),
+      total_sequence_length: new Tensor("int32", Int32Array.of(740), []),
+      position_ids: new Tensor(
+        "int64",
+        BigInt64Array.from([...(prefill.position_ids!.data as BigInt64Array), 1000n, 300n]),
+        [1, 42],
+      ),
+      [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(40).fill(2n), 0n, 1n]), [42]),
+    };
+    const got = await ours.run(ragged);
+    const [wantDecode, wantPrefill] = [await ours.run(decode), await ours.run(prefill)];
+    const bits = (t: Tensor) => Buffer.from(floats(t).buffer, floats(t).byteOffset, floats(t).byteLength);
+    expect(got.attn!.dims).toEqual([1, 42, HEADS * HEAD_DIM]);
+    expect(bits(got.attn!).equals(Buffer.concat([bits(wantPrefill.attn!), bits(wantDecode.attn!)]))).toBe(
+      true,
+    );
+    for (const name of ["present.0.key", "present.0.value"])
+      expect(
+        bits(got[name]!).equals(Buffer.concat([bits(wantDecode[name]!), bits(wantPrefill[name]!)])),
+      ).toBe(true);
+
+    // A row's tokens must be one run.
+    const split = {
+      ...ragged,
+      [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(39).fill(2n), 0n, 2n, 1n]), [42]),
+    };
+    await expect(ours.run(split)).rejects.toThrow(/one run of token_rows/);
+  });
 
   it("gives a token the same floats as the last of a prefill chunk and as a decode step", async () => {
     // A 600-token prefill after 300 cached positions, then its last token again as a decode step

@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
+import { Tensor } from "onnxruntime-node";
 import { fuseEpilogues } from "./epilogue-graph.ts";
 import type { KvDtype } from "./kv-rows.ts";
 import { cacheRowElements } from "./kv-slots.ts";
@@ -53,6 +54,22 @@ const OPS: Record<KvDtype, string> = {
 /** GroupQueryAttention's inputs the kernel takes, by index: qkv, past K/V, seqlens_k, cos, sin, positions. */
 const KEPT_INPUTS = [0, 3, 4, 5, 7, 8, 9];
 
+/**
+ * The rewritten graph's one new input, the kernel's eighth: the cache row of each new token, for a
+ * forward pass whose rows bring different numbers of tokens (decode rows and a prompt chunk
+ * together: input_ids and position_ids [1, tokens] in that order, attention_mask and the caches
+ * over the rows). Empty: the batch form, a run of the graph as converted. The native session feeds
+ * it empty when its caller does not (`rewrittenInputDefaults`): as an initializer-backed default
+ * it would make ONNX Runtime warn at every session start.
+ */
+export const TOKEN_ROWS = "token_rows";
+const INT64 = 7;
+
+/** What a run of the rewritten graph is fed for the inputs the rewrite added, unless given. */
+export function rewrittenInputDefaults(): Record<string, Tensor> {
+  return { [TOKEN_ROWS]: new Tensor("int64", new BigInt64Array(0), [0]) };
+}
+
 // NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
 function rewriteNode(node: Uint8Array, opType: string): Uint8Array | undefined {
   const fs = fields(node);
@@ -65,6 +82,7 @@ function rewriteNode(node: Uint8Array, opType: string): Uint8Array | undefined {
     throw new Error("unexpected GroupQueryAttention inputs");
   return concat([
     ...KEPT_INPUTS.map((i) => stringField(1, inputs[i]!)),
+    stringField(1, TOKEN_ROWS),
     ...fs.filter((f) => f.number === 2 || f.number === 3 || f.number === 5).map((f) => f.raw),
     stringField(4, opType),
     stringField(7, ATTENTION_DOMAIN),
@@ -146,6 +164,17 @@ function asCacheType(valueInfo: Uint8Array, dtype: KvDtype): Uint8Array {
   );
 }
 
+/**
+ * token_rows as a graph input (ValueInfoProto: name 1, type 2 → tensor_type 1 → elem_type 1,
+ * shape 2 → dim 1 → dim_param 2).
+ */
+function tokenRowsInput(): Uint8Array {
+  const shape = lengthDelimited(1, stringField(2, "token_count"));
+  const tensorType = concat([Uint8Array.of(0x08, INT64), lengthDelimited(2, shape)]);
+  const input = concat([stringField(1, TOKEN_ROWS), lengthDelimited(2, lengthDelimited(1, tensorType))]);
+  return lengthDelimited(11, input);
+}
+
 const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
 
 /**
@@ -180,6 +209,7 @@ export function withCachedAttention(
       replaced++;
       return lengthDelimited(1, node);
     });
+    if (replaced > 0) graph.push(tokenRowsInput());
     const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN, { quantMatMul: opts.quantMatMul });
     fused += fusion.fused;
     parts.push(lengthDelimited(7, fusion.graph));

@@ -1,8 +1,10 @@
 /**
  * Runs forward passes over the batch KV cache: one decode step for a block of rows (one new token
- * each, every row at its own length), or one prefill chunk for a single row.
+ * each, every row at its own length), one prefill chunk for a single row, or, where the session
+ * takes ragged tokens (ortserve's attention kernel), both in one pass.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
+import { TOKEN_ROWS } from "./attention-graph.ts";
 import { AttentionMask } from "./attention-mask.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
@@ -26,6 +28,18 @@ export interface ModelRunner {
   decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult>;
   /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
   prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
+  /**
+   * decode() of rows [0, tokens.length) and prefill() of `chunk` into the row after them, in one
+   * pass (only where `mixes`). Logits: row 0 the chunk's last position, then one per decode row.
+   */
+  mixed(
+    tokens: readonly number[],
+    lengths: readonly number[],
+    chunk: readonly number[],
+    start: number,
+  ): Promise<ForwardResult>;
+  /** Whether mixed() can run: the session takes ragged tokens. */
+  readonly mixes: boolean;
   /** Frees the session; the runner is unusable afterwards. */
   release(): Promise<void>;
 }
@@ -33,14 +47,17 @@ export interface ModelRunner {
 export class BatchRunner implements ModelRunner {
   readonly session: InferenceSession;
   readonly kv: KvSlots;
+  readonly mixes: boolean;
   private busy = false;
-  /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row. */
+  /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row, mixed ones n + 1. */
   private readonly decodeMask = new AttentionMask();
   private readonly prefillMask = new AttentionMask();
+  private readonly mixedMask = new AttentionMask();
 
   constructor(session: InferenceSession, kv: KvSlots) {
     this.session = session;
     this.kv = kv;
+    this.mixes = session.inputNames.includes(TOKEN_ROWS);
   }
 
   release(): Promise<void> {
@@ -55,6 +72,7 @@ export class BatchRunner implements ModelRunner {
     validLengths: number[],
     keep: number,
     mask: AttentionMask,
+    tokenRows?: Tensor,
   ): Promise<ForwardResult> {
     if (ids.dims.includes(0)) throw new Error("a forward pass needs at least one token");
     // The cache is fed and fetched in place: two overlapping runs would write the same memory.
@@ -70,6 +88,7 @@ export class BatchRunner implements ModelRunner {
           position_ids: positions,
           attention_mask: mask.rows(validLengths, this.kv.capacity),
           num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
+          ...(tokenRows ? { [TOKEN_ROWS]: tokenRows } : {}),
         },
         { ...fetches, logits: null },
       );
@@ -114,6 +133,35 @@ export class BatchRunner implements ModelRunner {
       [start + n],
       keep,
       this.prefillMask,
+    );
+  }
+
+  /**
+   * Rows [0, n) decode one token each and the prompt chunk is appended to row n, in one pass: the
+   * chunk's tokens first, then the decode rows' (token_rows gives each its row), so the logits kept
+   * (the last n + 1 positions) are the chunk's last and the decode rows'. The weights are read once
+   * for both, and a token's floats are the bits the two passes would give.
+   */
+  mixed(
+    tokens: readonly number[],
+    lengths: readonly number[],
+    chunk: readonly number[],
+    start: number,
+  ): Promise<ForwardResult> {
+    if (!this.mixes) throw new Error("this session cannot run decode rows and a prompt chunk in one pass");
+    const n = tokens.length;
+    const total = chunk.length + n;
+    const chunkPositions = Array.from({ length: chunk.length }, (_, i) => start + i);
+    const rows = Array.from({ length: total }, (_, i) => (i < chunk.length ? n : i - chunk.length));
+    return this.run(
+      0,
+      n + 1,
+      int64([...chunk, ...tokens], [1, total]),
+      int64([...chunkPositions, ...lengths], [1, total]),
+      [...lengths.map((l) => l + 1), start + chunk.length],
+      n + 1,
+      this.mixedMask,
+      int64(rows, [total]),
     );
   }
 }

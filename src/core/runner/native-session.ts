@@ -29,7 +29,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
-import { cachedAttentionModel } from "./attention-graph.ts";
+import { cachedAttentionModel, rewrittenInputDefaults } from "./attention-graph.ts";
 import type { KvDtype } from "./kv-rows.ts";
 
 interface RawMetadata {
@@ -176,14 +176,19 @@ export class NativeDecoderSession implements InferenceSession {
   private inFlight = 0;
   /** What the kept binding holds, by "in:"/"out:" + name, after the last kept run that succeeded. */
   private kept: Map<string, WeakRef<Tensor>> | undefined;
+  /** Fed for inputs a run does not give (the rewritten graph's own; the same objects every run). */
+  private readonly defaults: Record<string, Tensor>;
 
-  constructor(raw: RawSession, reuseLogits = false) {
+  constructor(raw: RawSession, reuseLogits = false, defaults: Record<string, Tensor> = {}) {
     this.raw = raw;
     this.reuseLogits = reuseLogits;
     this.inputMetadata = metadata(raw.inputMetadata);
     this.outputMetadata = metadata(raw.outputMetadata);
     this.inputNames = this.inputMetadata.map((m) => m.name);
     this.outputNames = this.outputMetadata.map((m) => m.name);
+    this.defaults = Object.fromEntries(
+      Object.entries(defaults).filter(([name]) => this.inputNames.includes(name)),
+    );
   }
 
   /**
@@ -242,6 +247,8 @@ export class NativeDecoderSession implements InferenceSession {
     }
     if (options && Object.keys(options).length > 0)
       throw new Error("the native session takes no run options");
+    for (const [name, t] of Object.entries(this.defaults))
+      if (!(name in feeds)) feeds = { ...feeds, [name]: t };
 
     const given: Record<string, Tensor> = {};
     const fetched = Object.entries(fetches).map(([name, t]): [string, Tensor | undefined] => {
@@ -402,7 +409,7 @@ function load(): NativeSessions | undefined {
         interOpThreads,
         rewritten !== undefined,
       );
-      return new NativeDecoderSession(session, reuseLogits);
+      return new NativeDecoderSession(session, reuseLogits, rewritten ? rewrittenInputDefaults() : {});
     },
   };
 }

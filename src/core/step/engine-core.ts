@@ -17,7 +17,7 @@
  */
 import type { DecoderConfig } from "../model/model-config.ts";
 import { RequestError } from "../request-error.ts";
-import type { ModelRunner } from "../runner/batch-runner.ts";
+import type { ForwardResult, ModelRunner } from "../runner/batch-runner.ts";
 import type { KvDtype } from "../runner/kv-rows.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { GrammarBackend } from "../structured/grammar-backend.ts";
@@ -51,12 +51,20 @@ export interface EngineStats {
   decodedTokens: number;
   /** Output tokens that joined by jump-forward (computed without a step of their own). */
   jumpForwardTokens: number;
+  /** Steps whose decode rows and prompt chunk went through one forward pass. */
+  mixedSteps: number;
   /** Steps begun (forward passes of any kind). */
   steps: number;
   /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
   abortsFreed: number;
   abortFreeStepsMax: number;
 }
+
+/**
+ * ORTSERVE_MIXED_STEPS=0 runs the decode rows and a prompt chunk as two passes even where the
+ * runner can run them as one (to measure what one pass saves).
+ */
+const MIXED_STEPS = process.env.ORTSERVE_MIXED_STEPS !== "0";
 
 export class EngineCore {
   readonly config: EngineCoreConfig;
@@ -74,6 +82,7 @@ export class EngineCore {
     decodeSteps: 0,
     decodedTokens: 0,
     jumpForwardTokens: 0,
+    mixedSteps: 0,
   };
   private looping = false;
   private stepsBegun = 0;
@@ -204,16 +213,59 @@ export class EngineCore {
     // Aborted requests leave in schedule(), before the step's forward pass begins.
     const plan = this.scheduler.schedule();
     if (plan.decode.length > 0 || plan.prefill) this.stepsBegun++;
+    if (plan.decode.length > 0 && plan.prefill && this.mixes(plan.prefill))
+      return this.mixedStep(plan.decode, plan.prefill);
     if (plan.decode.length > 0) await this.decodeStep(plan.decode);
     if (plan.prefill) await this.prefillStep(plan.prefill);
   }
 
-  private async decodeStep(rows: readonly Row[]): Promise<void> {
-    const t0 = performance.now();
-    const forward = this.runner.decode(
+  /**
+   * Whether the decode rows and the prompt chunk go through one forward pass: the runner can, and
+   * the chunk needs only its last position's logits (prompt logprobs and logits need them all).
+   */
+  private mixes(chunk: PrefillChunk): boolean {
+    const a = chunk.request;
+    return MIXED_STEPS && this.runner.mixes && a.req.promptLogprobs === undefined && !a.req.promptLogits;
+  }
+
+  /**
+   * The decode rows and the prompt chunk in one forward pass, which reads the weights once for
+   * both; then the decode rows' stages, then the prompt's, as the two passes would run them.
+   */
+  private async mixedStep(rows: readonly Row[], chunk: PrefillChunk): Promise<void> {
+    const a = chunk.request;
+    this.timing.mixedSteps++;
+    let last: ForwardResult | undefined;
+    const forward = this.runner
+      .mixed(
+        rows.map((d) => d.seq.lastToken),
+        rows.map((d) => d.seq.length),
+        chunk.tokens,
+        chunk.start,
+      )
+      .then(({ logits, vocab }) => {
+        // In the cache now, so a row move (the decode rows' compact) carries the chunk along.
+        a.computed += chunk.tokens.length;
+        // Copied, and only when the prompt is complete (the first tokens come from it): the decode
+        // rows' jump-forward passes may reuse the logits' memory.
+        last = {
+          logits: a.computed < a.promptIds.length ? new Float32Array(0) : logits.slice(0, vocab),
+          vocab,
+        };
+        return { logits: logits.subarray(vocab), vocab };
+      });
+    await this.decodeStep(rows, forward);
+    await this.promptChunkDone(a, last!);
+  }
+
+  private async decodeStep(
+    rows: readonly Row[],
+    forward = this.runner.decode(
       rows.map((d) => d.seq.lastToken),
       rows.map((d) => d.seq.length),
-    );
+    ),
+  ): Promise<void> {
+    const t0 = performance.now();
     // The constrain stage runs while the forward pass does.
     const masks = await this.buildMasks(rows, forward);
     const { logits, vocab } = await forward;
@@ -304,16 +356,25 @@ export class EngineCore {
   private async prefillStep(chunk: PrefillChunk): Promise<void> {
     const a = chunk.request;
     const allRows = a.req.promptLogprobs !== undefined || a.req.promptLogits === true;
-    const { logits, vocab } = await this.runner.prefill(
+    const out = await this.runner.prefill(
       this.scheduler.prefillRow,
       chunk.tokens,
       chunk.start,
       allRows ? 0 : 1,
     );
+    const { logits, vocab } = out;
     if (a.req.promptLogprobs !== undefined)
       collectPromptLogprobs(a, logits, vocab, chunk.start, chunk.tokens.length, this.tokenize.tokenizer);
     if (a.req.promptLogits) a.promptLogits.push(logits.slice());
     a.computed += chunk.tokens.length;
+    await this.promptChunkDone(a, out);
+  }
+
+  /**
+   * After a prompt chunk (its positions counted in `a.computed`): once the whole prompt is in, the
+   * prompt event, its rows, and each choice's first token from the last position's logits.
+   */
+  private async promptChunkDone(a: ActiveRequest, { logits, vocab }: ForwardResult): Promise<void> {
     if (a.computed < a.promptIds.length) return;
 
     emitPrompt(a, vocab);
