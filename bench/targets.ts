@@ -160,13 +160,18 @@ async function ortserve(text: number[], streams: number[][]) {
     async () => (await timed(engine, greedy(withSuffix(++hitIndex), 1, "shared"))).ttft,
   );
 
-  const aggregate: Record<number, number> = {};
-  for (const n of STREAMS) {
-    aggregate[n] = await repeat(RUNS, async () => {
+  // Round by round over every concurrency, so the machine's drift falls on all of them alike
+  // (target 4 divides the 16-stream point by the 1-stream one).
+  const sweep = new Map<number, number[]>(STREAMS.map((n) => [n, []]));
+  for (let round = 0; round < RUNS; round++)
+    for (const n of STREAMS) {
       const t0 = nowSeconds();
       const runs = await Promise.all(streams.slice(0, n).map((p) => timed(engine, greedy(p, 128))));
-      return runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0);
-    });
+      sweep.get(n)!.push(runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0));
+    }
+  const aggregate: Record<number, number> = {};
+  for (const n of STREAMS) {
+    aggregate[n] = median(sweep.get(n)!);
     log(`ortserve ${n} streams: ${aggregate[n]!.toFixed(1)} tok/s`);
   }
   await engine.close();
