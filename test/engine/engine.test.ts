@@ -76,6 +76,35 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     if (nativeSessions) expect(mixed).toBeGreaterThan(0);
   });
 
+  it("gives each of many staggered requests its solo tokens (rows joining, leaving and moving)", async () => {
+    // Prompts of 2 to 40 tokens (chunks of 8), 1 to 12 new tokens, n of 1 or 2, arriving a few ms
+    // apart into 8 rows: prompts are admitted while others decode, rows finish at every step and
+    // the last row moves into their place, with and without prefix-cache hits (a third share a
+    // salt within each phase).
+    const specs = Array.from({ length: 20 }, (_, i) => ({
+      ids: Array.from({ length: 2 + ((i * 13) % 39) }, (_, t) => 3 + ((i * 31 + t * 17) % 250)),
+      maxTokens: 1 + ((i * 5) % 12),
+      n: i % 4 === 3 ? 2 : 1,
+      salt: i % 3 === 0 ? "shared" : `own-${i}`,
+    }));
+    const run = (x: (typeof specs)[number], phase: string) =>
+      collect(
+        pool,
+        config,
+        request(x.ids, { maxTokens: x.maxTokens, n: x.n, cacheSalt: `${phase}-${x.salt}` }),
+      );
+    const tokens = (r: Awaited<ReturnType<typeof run>>) => r.choices.map((c) => c.tokens);
+    const alone = [];
+    for (const x of specs) alone.push(tokens(await run(x, "alone")));
+    const staggered = await Promise.all(
+      specs.map(async (x, i) => {
+        await new Promise((r) => setTimeout(r, i % 2));
+        return tokens(await run(x, "staggered"));
+      }),
+    );
+    expect(staggered).toEqual(alone);
+  });
+
   it("a seeded request gives the same tokens whatever else is in the batch; choice i uses seed + i", async () => {
     const seeded = request(prompts[1]!, { n: 2, sampling: sampling({ temperature: 1, seed: 1234n }) });
     const alone = await collect(pool, config, seeded);
