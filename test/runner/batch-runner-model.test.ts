@@ -95,7 +95,10 @@ for (const [format, tolerance] of [
         await r.prefill(1, PROMPT.slice(2, 10), 0);
         return r;
       };
-      const [tokens, lengths] = [[PROMPT[6]!, PROMPT[10]!], [6, 8]];
+      const [tokens, lengths] = [
+        [PROMPT[6]!, PROMPT[10]!],
+        [6, 8],
+      ];
       const chunk = PROMPT.slice(0, 7);
       const apart = await setUp();
       const decode = (await apart.decode(tokens, lengths)).logits.slice();
