@@ -176,6 +176,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           bytes_per_token: String(s.kvBytesPerToken),
         });
         metrics.engineSteps.setTotal(s.steps, { engine });
+        metrics.mixedSteps.setTotal(s.mixedSteps, { engine });
         metrics.abortsFreed.setTotal(s.abortsFreed, { engine });
         metrics.jumpForwardTokens.setTotal(s.jumpForwardTokens, { engine });
         metrics.abortFreeStepsMax.set(s.abortFreeStepsMax, { engine });

@@ -74,6 +74,7 @@ export class Metrics {
   readonly admissionRefusals = new Counter();
   readonly requestTimeouts = new Counter();
   readonly engineSteps = new Counter();
+  readonly mixedSteps = new Counter();
   readonly abortsFreed = new Counter();
   readonly jumpForwardTokens = new Counter();
   readonly abortFreeStepsMax = new Gauge();
@@ -165,10 +166,11 @@ export class Metrics {
       "Generations ended by the request timeout.",
       this.requestTimeouts,
     );
+    counter("ortserve_engine_steps_total", "Engine steps begun, per engine.", this.engineSteps);
     counter(
-      "ortserve_engine_steps_total",
-      "Engine steps (forward passes) begun, per engine.",
-      this.engineSteps,
+      "ortserve_engine_mixed_steps_total",
+      "Engine steps whose decode rows and prompt chunk ran as one forward pass, per engine.",
+      this.mixedSteps,
     );
     counter(
       "ortserve_aborted_requests_freed_total",

@@ -203,6 +203,11 @@ describe("/metrics", () => {
     }
     expect(sum(samples, "ortserve_queue_depth")).toBe(0);
     expect(sum(samples, "ortserve_running_sequences")).toBe(0);
+    // Steps that ran decode rows and a prompt chunk as one pass are some of the steps.
+    const steps = sum(samples, "ortserve_engine_steps_total");
+    expect(steps).toBeGreaterThan(0);
+    expect(samples.some((x) => x.name === "ortserve_engine_mixed_steps_total")).toBe(true);
+    expect(sum(samples, "ortserve_engine_mixed_steps_total")).toBeLessThanOrEqual(steps);
     expect(sum(samples, "ortserve_kv_cache_bytes")).toBeGreaterThan(0);
     // The fp32 model's own cache ("auto"): float32, 4 bytes per value of each layer's K and V.
     const cacheConfig = samples.filter((x) => x.name === "ortserve_cache_config_info");
