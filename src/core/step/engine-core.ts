@@ -53,7 +53,7 @@ export interface EngineStats {
   jumpForwardTokens: number;
   /** Steps whose decode rows and prompt chunk went through one forward pass. */
   mixedSteps: number;
-  /** Steps begun (forward passes of any kind). */
+  /** Steps begun (each one forward pass, or two where decode rows and a prompt chunk do not mix). */
   steps: number;
   /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
   abortsFreed: number;
