@@ -859,7 +859,6 @@ const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCac
   const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * s.headDim;
   const size_t outWidth = static_cast<size_t>(s.heads) * s.headDim;
   const size_t cacheRow = static_cast<size_t>(s.kvHeads) * s.capacity * RowStride<T>(s.headDim);
-  std::vector<bool> seen(s.batch, false);
   // Rows [row0, row0 + rows), `sequence` tokens each, whose tokens start at token `first`.
   auto attend = [&](int64_t first, int row0, int rows, int sequence) {
     AttentionShape part = s;
@@ -868,27 +867,32 @@ const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCac
     return Attention(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
                      seqlensK + row0, positions + first, cosCache, sinCache, out + first * outWidth, parallelFor);
   };
-  int64_t t = 0;
-  while (t < tokens) {
-    const int64_t row = tokenRows[t];
-    if (row < 0 || row >= s.batch || seen[row]) return "a row's tokens are not one run of token_rows";
-    int64_t end = t + 1;
-    while (end < tokens && tokenRows[end] == row) end++;
-    seen[row] = true;
-    if (end - t > 1) {
-      if (const char* problem = attend(t, static_cast<int>(row), 1, static_cast<int>(end - t))) return problem;
-      t = end;
+  // The runs of equal rows, each row in one run.
+  struct Run {
+    int64_t first, count, row;
+  };
+  std::vector<Run> runs;
+  std::vector<bool> seen(s.batch, false);
+  for (int64_t t = 0; t < tokens; t++) {
+    if (!runs.empty() && runs.back().row == tokenRows[t]) {
+      runs.back().count++;
       continue;
     }
-    // One token: joined by the following rows that have one token each, in row order.
-    int64_t last = t;
-    while (last + 1 < tokens && tokenRows[last + 1] == tokenRows[last] + 1 && tokenRows[last + 1] < s.batch &&
-           !seen[tokenRows[last + 1]] && (last + 2 >= tokens || tokenRows[last + 2] != tokenRows[last + 1])) {
-      last++;
-      seen[tokenRows[last]] = true;
-    }
-    if (const char* problem = attend(t, static_cast<int>(row), static_cast<int>(last - t + 1), 1)) return problem;
-    t = last + 1;
+    const int64_t row = tokenRows[t];
+    if (row < 0 || row >= s.batch || seen[row]) return "a row's tokens are not one run of token_rows";
+    seen[row] = true;
+    runs.push_back({t, 1, row});
+  }
+  for (size_t i = 0; i < runs.size();) {
+    const Run& run = runs[i];
+    size_t j = i + 1;
+    // A one-token run takes the following one-token runs of the next rows into one decode batch.
+    if (run.count == 1)
+      while (j < runs.size() && runs[j].count == 1 && runs[j].row == runs[j - 1].row + 1) j++;
+    const int rows = static_cast<int>(j - i);
+    const int sequence = rows == 1 ? static_cast<int>(run.count) : 1;
+    if (const char* problem = attend(run.first, static_cast<int>(run.row), rows, sequence)) return problem;
+    i = j;
   }
   return nullptr;
 }
