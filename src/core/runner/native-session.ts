@@ -177,7 +177,7 @@ export class NativeDecoderSession implements InferenceSession {
   /** What the kept binding holds, by "in:"/"out:" + name, after the last kept run that succeeded. */
   private kept: Map<string, WeakRef<Tensor>> | undefined;
   /** Fed for inputs a run does not give (the rewritten graph's own; the same objects every run). */
-  private readonly defaults: Record<string, Tensor>;
+  private readonly defaults: [string, Tensor][];
 
   constructor(raw: RawSession, reuseLogits = false, defaults: Record<string, Tensor> = {}) {
     this.raw = raw;
@@ -186,9 +186,7 @@ export class NativeDecoderSession implements InferenceSession {
     this.outputMetadata = metadata(raw.outputMetadata);
     this.inputNames = this.inputMetadata.map((m) => m.name);
     this.outputNames = this.outputMetadata.map((m) => m.name);
-    this.defaults = Object.fromEntries(
-      Object.entries(defaults).filter(([name]) => this.inputNames.includes(name)),
-    );
+    this.defaults = Object.entries(defaults).filter(([name]) => this.inputNames.includes(name));
   }
 
   /**
@@ -247,8 +245,6 @@ export class NativeDecoderSession implements InferenceSession {
     }
     if (options && Object.keys(options).length > 0)
       throw new Error("the native session takes no run options");
-    for (const [name, t] of Object.entries(this.defaults))
-      if (!(name in feeds)) feeds = { ...feeds, [name]: t };
 
     const given: Record<string, Tensor> = {};
     const fetched = Object.entries(fetches).map(([name, t]): [string, Tensor | undefined] => {
@@ -265,7 +261,7 @@ export class NativeDecoderSession implements InferenceSession {
       await this.runKept(feeds as Record<string, Tensor>, fetched as [string, Tensor][]);
       return given;
     }
-    const inputs = Object.entries(feeds).map(([name, t]) => rawTensor(name, t as Tensor));
+    const inputs = this.feedEntries(feeds).map(([name, t]) => rawTensor(name, t));
     const outputs = fetched.map(([name, t]) => (t ? rawTensor(name, t) : { name }));
     this.inFlight++;
     let results: Awaited<ReturnType<RawSession["run"]>>;
@@ -291,6 +287,13 @@ export class NativeDecoderSession implements InferenceSession {
     return out;
   }
 
+  /** The feeds and the defaults of inputs they do not give (no copy of the feeds object per run). */
+  private feedEntries(feeds: InferenceSession.FeedsType): [string, Tensor][] {
+    const entries = Object.entries(feeds) as [string, Tensor][];
+    for (const entry of this.defaults) if (!(entry[0] in feeds)) entries.push(entry);
+    return entries;
+  }
+
   /**
    * A run over the session's kept binding: only tensors that are not the very objects bound last
    * time cross into the addon. A decode step's KV tensors (KvSlots reuses them while its rows and
@@ -300,7 +303,7 @@ export class NativeDecoderSession implements InferenceSession {
    */
   private async runKept(feeds: Record<string, Tensor>, fetched: [string, Tensor][]): Promise<void> {
     const named = [
-      ...Object.entries(feeds).map(([n, t]): [string, string, Tensor] => [`in:${n}`, n, t]),
+      ...this.feedEntries(feeds).map(([n, t]): [string, string, Tensor] => [`in:${n}`, n, t]),
       ...fetched.map(([n, t]): [string, string, Tensor] => [`out:${n}`, n, t]),
     ];
     // The same names as the kept binding holds: update it; any other set: start it over.
