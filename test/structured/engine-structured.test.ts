@@ -153,11 +153,11 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
     const schema = {
       type: "object",
       properties: {
-        city: { type: "string", maxLength: 12 },
+        name_of_the_city: { type: "string", maxLength: 12 },
         population: { type: "integer" },
         capital: { type: "boolean" },
       },
-      required: ["city", "population", "capital"],
+      required: ["name_of_the_city", "population", "capital"],
       additionalProperties: false,
     };
     const validate = ajv.compile(schema);
@@ -167,7 +167,7 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
       anyWhitespace: false,
     };
     const before = await jumped();
-    // One sequence, so a forced key's two tokens are enough for a jump (a batch needs four).
+    // The first key's forced text is more than four tokens (`{"`, `name`, `_`, `of`, ...): a jump.
     const out = await run("Describe a city as JSON.", constraint, { maxTokens: 64, n: 1 });
     for (const c of out.choices) {
       // Forced and sampled tokens alike are in the output, counted once each.

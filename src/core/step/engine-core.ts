@@ -30,7 +30,7 @@ import { MaskRows, type TokenConstraint } from "./constrain.ts";
 import { collectPromptLogprobs } from "./prompt-logprobs.ts";
 import { type PrefillChunk, Scheduler } from "./schedule.ts";
 import type { Sequence } from "./sequence.ts";
-import { advanceBeams, deliver, emitPrompt, jumpMinimum } from "./update.ts";
+import { advanceBeams, deliver, emitPrompt } from "./update.ts";
 
 export type { EventSink, PromptTokenizer };
 export { RequestError };
@@ -282,9 +282,8 @@ export class EngineCore {
     const sampled: SampledToken[] = sequences.map((seq, i) =>
       seq.sample(sampling[i]!.logits, masks.get(seq)),
     );
-    const jumpAt = jumpMinimum(rows.length);
     sequences.forEach((seq, i) => {
-      deliver(sampling[i]!.d.owner, seq, sampled[i]!, jumpAt);
+      deliver(sampling[i]!.d.owner, seq, sampled[i]!);
     });
     await this.advanceBeamRows(live);
     // Sampling is done with the batch's logits before another pass may reuse their memory.
@@ -297,12 +296,7 @@ export class EngineCore {
       this.timing.jumpForwardTokens += forced.length;
       const t3 = performance.now();
       t1 += t3 - t2;
-      deliver(
-        d.owner,
-        seq,
-        seq.sample(out.logits.subarray(out.logits.length - vocab), masks.get(seq)),
-        jumpAt,
-      );
+      deliver(d.owner, seq, seq.sample(out.logits.subarray(out.logits.length - vocab), masks.get(seq)));
     }
     this.scheduler.compact();
     const t = this.timing;
@@ -387,9 +381,8 @@ export class EngineCore {
       // Every choice samples its first token from the prompt's last logits.
       const masks = await this.masks.build(a.sequences);
       const sampled = a.sequences.map((seq, i) => seq.sample(last, masks[i]));
-      const jumpAt = jumpMinimum(this.scheduler.decoding.length);
       a.sequences.forEach((seq, i) => {
-        deliver(a, seq, sampled[i]!, jumpAt);
+        deliver(a, seq, sampled[i]!);
       });
     }
     this.scheduler.compact();

@@ -11,23 +11,23 @@ import type { Sequence } from "./sequence.ts";
 
 /**
  * Appends a sampled token to a choice and forwards the events it produces; then, where its
- * grammar forces at least `jumpMinimum` tokens, those join it too (jump-forward).
+ * grammar forces at least JUMP_MINIMUM tokens, those join it too (jump-forward).
  */
-export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken, jumpMinimum: number): void {
+export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken): void {
   for (const e of seq.append(sampled)) a.emit(e);
-  for (const e of seq.jumpForward(jumpMinimum)) a.emit(e);
+  for (const e of seq.jumpForward(JUMP_MINIMUM)) a.emit(e);
   if (seq.finished) choiceFinished(a);
 }
 
 /**
- * Fewest forced tokens worth a jump with `rows` sequences decoding. A jump computes its row's
- * forced tokens in a pass of their own: alone, that pass replaces as many steps as tokens, so two
- * pay; in a batch, each row's token costs a fraction of a step (~2.5 ms of a 48 ms step at 16
- * rows on 2 cores, against ~10 ms for a pass of one row), so four are needed to break even.
+ * Fewest forced tokens a jump takes. Forced tokens are the tokenizer's, not necessarily the ones
+ * sampling would pick, so where jumps happen shapes the output: the minimum is one number, not one
+ * that follows the batch's size, or a greedy constrained request's text would depend on what else
+ * is running. A jump computes its row's forced tokens in a pass of their own, which costs about a
+ * one-row decode step (bench/README.md, "Jump-forward"): alone that pays from two tokens, in a
+ * batch, where a row's token costs a fraction of a step, from about four.
  */
-export function jumpMinimum(rows: number): number {
-  return rows <= 1 ? 2 : 4;
-}
+export const JUMP_MINIMUM = 4;
 
 /** The first event of every request: the prompt as the model saw it (and its logprobs if asked). */
 export function emitPrompt(a: ActiveRequest, vocab: number): void {
