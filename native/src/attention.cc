@@ -848,9 +848,12 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   return nullptr;
 }
 
-// Ragged tokens (attention.h): each row's run of tokens is attended as a batch of its own shape,
-// consecutive rows of one token each as one decode batch. Rows are disjoint, so the calls are
-// independent, and a token's output is the same bits as in a batch of its row alone.
+// Ragged tokens (attention.h): each run of a row's tokens is attended as a batch of its own shape,
+// consecutive rows of one token each as one decode batch. A row may come in several runs, each
+// continuing its positions where the one before ended (the engine puts a multi-token row's last
+// token among the one-token rows, so the logits it keeps stay a suffix): the runs are attended in
+// token order, each after the ones before it wrote their keys and values, with the row's length
+// taken from the run's positions. A token's output is the same bits as in a batch of its row alone.
 template <typename T>
 const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache,
                             const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
@@ -859,30 +862,39 @@ const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCac
   const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * s.headDim;
   const size_t outWidth = static_cast<size_t>(s.heads) * s.headDim;
   const size_t cacheRow = static_cast<size_t>(s.kvHeads) * s.capacity * RowStride<T>(s.headDim);
-  // Rows [row0, row0 + rows), `sequence` tokens each, whose tokens start at token `first`.
-  auto attend = [&](int64_t first, int row0, int rows, int sequence) {
-    AttentionShape part = s;
-    part.batch = rows;
-    part.sequence = sequence;
-    return Attention(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
-                     seqlensK + row0, positions + first, cosCache, sinCache, out + first * outWidth, parallelFor);
-  };
-  // The runs of equal rows, each row in one run.
   struct Run {
     int64_t first, count, row;
   };
   std::vector<Run> runs;
-  std::vector<bool> seen(s.batch, false);
+  // Each row's next position: -1 before its first run.
+  std::vector<int64_t> next(s.batch, -1);
   for (int64_t t = 0; t < tokens; t++) {
-    if (!runs.empty() && runs.back().row == tokenRows[t]) {
-      runs.back().count++;
-      continue;
-    }
     const int64_t row = tokenRows[t];
-    if (row < 0 || row >= s.batch || seen[row]) return "a row's tokens are not one run of token_rows";
-    seen[row] = true;
-    runs.push_back({t, 1, row});
+    if (row < 0 || row >= s.batch) return "a token_rows entry is outside the batch";
+    if (next[row] >= 0 && positions[t] != next[row]) return "a row's tokens in token_rows do not continue its positions";
+    next[row] = positions[t] + 1;
+    if (!runs.empty() && runs.back().row == row)
+      runs.back().count++;
+    else
+      runs.push_back({t, 1, row});
   }
+  // After its last run a row holds seqlens_k + 1 positions, as the attention mask says.
+  for (int b = 0; b < s.batch; b++)
+    if (next[b] >= 0 && next[b] != static_cast<int64_t>(seqlensK[b]) + 1)
+      return "a row's last position in token_rows disagrees with seqlens_k";
+  // Rows [row0, row0 + rows), `sequence` tokens each, whose tokens start at token `first`; each
+  // row's length after them from the positions of its tokens.
+  std::vector<int32_t> lengths;
+  auto attend = [&](int64_t first, int row0, int rows, int sequence) {
+    AttentionShape part = s;
+    part.batch = rows;
+    part.sequence = sequence;
+    lengths.resize(rows);
+    for (int i = 0; i < rows; i++)
+      lengths[i] = static_cast<int32_t>(positions[first + static_cast<int64_t>(i + 1) * sequence - 1]);
+    return Attention(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
+                     lengths.data(), positions + first, cosCache, sinCache, out + first * outWidth, parallelFor);
+  };
   for (size_t i = 0; i < runs.size();) {
     const Run& run = runs[i];
     size_t j = i + 1;

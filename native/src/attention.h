@@ -55,10 +55,11 @@ using ParallelFor = std::function<void(size_t count, const std::function<void(si
 //
 // Ragged tokens (tokenRows not null): the step's `tokens` new tokens belong to rows of their own,
 // tokenRows[t] the cache row of token t, so one call serves rows with different numbers of new
-// tokens (a decode batch and a prompt chunk in one forward pass). A row's tokens are one run, in
-// position order; shape.sequence is ignored; qkv [tokens, (heads + 2 kvHeads) headDim], positions
-// [tokens], out [tokens, heads headDim]; seqlensK and the caches cover shape.batch rows, of which
-// rows without tokens are left as they are.
+// tokens (a decode batch and a prompt chunk in one forward pass). A row's tokens are in position
+// order, in one run or several that continue each other's positions; each run's row length is read
+// from its positions, and after a row's last run must be seqlensK + 1. shape.sequence is ignored;
+// qkv [tokens, (heads + 2 kvHeads) headDim], positions [tokens], out [tokens, heads headDim];
+// seqlensK and the caches cover shape.batch rows, of which rows without tokens are left as they are.
 // Returns nullptr, or what is wrong.
 const char* CachedAttention(const AttentionShape& shape, const float* qkv, void* keyCache, void* valueCache,
                             CacheElement element, const int32_t* seqlensK, const int64_t* positions, const float* cosCache,

@@ -143,5 +143,10 @@ describe.skipIf(!hasModel("q4"))("batch invariance on the real model", () => {
       .map((x, i) => ({ request: i, kind: x.kind, alone: alone[i], together: together[i] }))
       .filter((d) => JSON.stringify(d.alone) !== JSON.stringify(d.together));
     expect(differing).toEqual([]);
+    // The mix reached the passes that carry several kinds of rows at once: prompt chunks beside
+    // decode rows, and jump-forward tokens (compact JSON keys, the regex's dash).
+    const stats = Object.values(await pool.stats()) as { mixedSteps: number; jumpForwardTokens: number }[];
+    expect(stats[0]!.mixedSteps).toBeGreaterThan(0);
+    expect(stats[0]!.jumpForwardTokens).toBeGreaterThan(0);
   });
 });

@@ -247,7 +247,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       }
     });
 
-  it("gives ragged rows (decode rows and a prompt chunk in one run) the bits of separate runs", async () => {
+  it("gives ragged rows (decode rows and a prompt chunk in one pass, a row in one run or two) the bits of separate runs", async () => {
     const decode = feeds([1000, 300], 1, 11, false);
     const prefill = feeds([700], 40, 12, false);
     const cat = (a: Tensor, b: Tensor, dims: number[]) => {
@@ -291,12 +291,47 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
         bits(got[name]!).equals(Buffer.concat([bits(wantDecode[name]!), bits(wantPrefill[name]!)])),
       ).toBe(true);
 
-    // A row's tokens must be one run.
-    const split = {
+    // The chunk's last token among the one-token rows, in row order (the engine's order, so the
+    // logits kept are a suffix): row 2 in two runs, the second continuing the first's positions.
+    const positions = prefill.position_ids!.data as BigInt64Array;
+    const rowOrder = [...Array(39).keys(), 40, 41, 39];
+    const reordered = {
       ...ragged,
-      [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(39).fill(2n), 0n, 2n, 1n]), [42]),
+      query: new Tensor(
+        "float32",
+        Float32Array.from(
+          rowOrder.flatMap((t) => [...floats(ragged.query).subarray(t * PACKED, (t + 1) * PACKED)]),
+        ),
+        [1, 42, PACKED],
+      ),
+      position_ids: new Tensor(
+        "int64",
+        BigInt64Array.from([...positions.subarray(0, 39), 1000n, 300n, 739n]),
+        [1, 42],
+      ),
+      [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(39).fill(2n), 0n, 1n, 2n]), [42]),
     };
-    await expect(ours.run(split)).rejects.toThrow(/one run of token_rows/);
+    const split = await ours.run(reordered);
+    const width = HEADS * HEAD_DIM;
+    const attnRows = (t: Tensor, order: number[]) =>
+      Buffer.concat(order.map((i) => bits(t).subarray(i * width * 4, (i + 1) * width * 4)));
+    expect(attnRows(split.attn!, [...Array(42).keys()]).equals(attnRows(got.attn!, rowOrder))).toBe(true);
+    for (const name of ["present.0.key", "present.0.value"])
+      expect(bits(split[name]!).equals(bits(got[name]!))).toBe(true);
+
+    // Refused: a row's second run not continuing its positions, and a last position the mask
+    // (seqlens_k) does not give.
+    const gap = {
+      ...reordered,
+      position_ids: new Tensor(
+        "int64",
+        BigInt64Array.from([...positions.subarray(0, 39), 1000n, 300n, 745n]),
+        [1, 42],
+      ),
+    };
+    await expect(ours.run(gap)).rejects.toThrow(/do not continue its positions/);
+    const short = { ...ragged, seqlens_k: new Tensor("int32", Int32Array.of(1000, 300, 740), [3]) };
+    await expect(ours.run(short)).rejects.toThrow(/disagrees with seqlens_k/);
   });
 
   it("gives a token the same floats as the last of a prefill chunk and as a decode step", async () => {

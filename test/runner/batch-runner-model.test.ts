@@ -84,33 +84,38 @@ for (const [format, tolerance] of [
       expect(maxAbsDiff(aAgain, aFirst)).toBeLessThan(tolerance);
     });
 
-    it("runs decode rows and a prompt chunk in one pass with the bits of two passes", async (ctx) => {
+    it("runs decode rows, a row of several tokens and a prompt chunk in one pass with the bits of separate passes", async (ctx) => {
       if (!runner().mixes) ctx.skip();
       const vocab = config().vocabSize;
       const bits = (x: Float32Array) => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
-      // Two rows mid-generation, then a step that decodes both and appends a chunk to row 2.
+      // Two rows mid-generation, then a step that decodes row 0, appends three tokens to row 1 (a
+      // jump-forward) and a prompt chunk to row 2.
       const setUp = async () => {
         const r = runner();
         await r.prefill(0, PROMPT.slice(0, 6), 0);
         await r.prefill(1, PROMPT.slice(2, 10), 0);
         return r;
       };
-      const [tokens, lengths] = [
-        [PROMPT[6]!, PROMPT[10]!],
-        [6, 8],
+      const runs = [
+        { tokens: [PROMPT[6]!], start: 6 },
+        { tokens: PROMPT.slice(10, 13), start: 8 },
+        { tokens: PROMPT.slice(0, 7), start: 0 },
       ];
-      const chunk = PROMPT.slice(0, 7);
       const apart = await setUp();
-      const decode = (await apart.decode(tokens, lengths)).logits.slice();
-      const prefill = (await apart.prefill(2, chunk, 0)).logits.slice();
+      const separate: Float32Array[] = [];
+      for (const [row, { tokens, start }] of runs.entries())
+        separate.push((await apart.prefill(row, tokens, start)).logits.slice());
       const together = await setUp();
-      const mixed = (await together.mixed(tokens, lengths, chunk, 0)).logits.slice();
-      expect(mixed.length).toBe(3 * vocab);
-      expect(bits(mixed.subarray(0, vocab)).equals(bits(prefill))).toBe(true);
-      expect(bits(mixed.subarray(vocab)).equals(bits(decode))).toBe(true);
+      const ragged = (await together.ragged(runs)).logits.slice();
+      expect(ragged.length).toBe(3 * vocab);
+      for (const row of [0, 1, 2])
+        expect(
+          bits(ragged.subarray(row * vocab, (row + 1) * vocab)).equals(bits(separate[row]!)),
+          `row ${row}`,
+        ).toBe(true);
       // The caches hold the same: a next step over the three rows agrees to the bit.
-      const next = [PROMPT[7]!, PROMPT[11]!, PROMPT[7]!];
-      const after = [7, 9, 7];
+      const next = [PROMPT[7]!, PROMPT[13]!, PROMPT[7]!];
+      const after = [7, 11, 7];
       const a = (await apart.decode(next, after)).logits.slice();
       const b = (await together.decode(next, after)).logits.slice();
       expect(bits(a).equals(bits(b))).toBe(true);

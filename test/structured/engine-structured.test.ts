@@ -180,6 +180,28 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
     const lp = await run("Describe a city as JSON.", constraint, { maxTokens: 64, n: 1, logprobs: 1 });
     expect(await jumped()).toBe(after);
     expect(lp.choices[0]!.logprobs).toHaveLength(lp.choices[0]!.tokenIds.length);
+
+    // With ONNX Runtime's attention (no ragged passes) the forced tokens take a pass of their own.
+    process.env.ORTSERVE_CACHED_ATTENTION = "0";
+    const plain = await Engine.open({ workers: 1, threads: 2 }).finally(() => {
+      delete process.env.ORTSERVE_CACHED_ATTENTION;
+    });
+    try {
+      const out = await plain.generate({
+        model: MODEL_ID,
+        prompt: { messages: [{ role: "user", content: "Describe a city as JSON." }] },
+        params: { maxTokens: 64, constraint },
+      });
+      const jumpedThere = Object.values(await plain.stats()).reduce<number>(
+        (sum, e) => sum + ((e as { jumpForwardTokens?: number }).jumpForwardTokens ?? 0),
+        0,
+      );
+      expect(jumpedThere).toBeGreaterThan(0);
+      const c = out.choices[0]!;
+      if (c.finishReason === "stop") expect(validate(JSON.parse(c.text)), c.text).toBe(true);
+    } finally {
+      await plain.close();
+    }
   });
 
   it("stop strings still end a constrained output", async () => {

@@ -1,7 +1,7 @@
 /**
  * Runs forward passes over the batch KV cache: one decode step for a block of rows (one new token
  * each, every row at its own length), one prefill chunk for a single row, or, where the session
- * takes ragged tokens (ortserve's attention kernel), both in one pass.
+ * takes ragged tokens (ortserve's attention kernel), any number of new tokens per row in one pass.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
 import { TOKEN_ROWS } from "./attention-graph.ts";
@@ -21,6 +21,12 @@ function int64(values: ArrayLike<number>, dims: number[]): Tensor {
   return new Tensor("int64", data, dims);
 }
 
+/** New tokens for one row of a ragged pass: appended to the row, which holds `start` positions. */
+export interface RowTokens {
+  tokens: readonly number[];
+  start: number;
+}
+
 /** The execute stage as the engine sees it: forward passes over KV rows. */
 export interface ModelRunner {
   readonly kv: KvRows;
@@ -29,16 +35,12 @@ export interface ModelRunner {
   /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
   prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
   /**
-   * decode() of rows [0, tokens.length) and prefill() of `chunk` into the row after them, in one
-   * pass (only where `mixes`). Logits: row 0 the chunk's last position, then one per decode row.
+   * Rows [0, runs.length) each append their tokens (run r to row r, holding `start` positions) in
+   * one pass (only where `mixes`): decode rows, rows with jump-forward tokens and a prompt chunk
+   * together. Logits: one row per run, in row order, from the run's last token.
    */
-  mixed(
-    tokens: readonly number[],
-    lengths: readonly number[],
-    chunk: readonly number[],
-    start: number,
-  ): Promise<ForwardResult>;
-  /** Whether mixed() can run: the session takes ragged tokens. */
+  ragged(runs: readonly RowTokens[]): Promise<ForwardResult>;
+  /** Whether ragged() can run: the session takes ragged tokens. */
   readonly mixes: boolean;
   /** Frees the session; the runner is unusable afterwards. */
   release(): Promise<void>;
@@ -49,10 +51,10 @@ export class BatchRunner implements ModelRunner {
   readonly kv: KvSlots;
   readonly mixes: boolean;
   private busy = false;
-  /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row, mixed ones n + 1. */
+  /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row, ragged ones theirs. */
   private readonly decodeMask = new AttentionMask();
   private readonly prefillMask = new AttentionMask();
-  private readonly mixedMask = new AttentionMask();
+  private readonly raggedMask = new AttentionMask();
 
   constructor(session: InferenceSession, kv: KvSlots) {
     this.session = session;
@@ -137,30 +139,39 @@ export class BatchRunner implements ModelRunner {
   }
 
   /**
-   * Rows [0, n) decode one token each and the prompt chunk is appended to row n, in one pass: the
-   * chunk's tokens first, then the decode rows' (token_rows gives each its row), so the logits kept
-   * (the last n + 1 positions) are the chunk's last and the decode rows'. The weights are read once
-   * for both, and a token's floats are the bits the two passes would give.
+   * Rows [0, runs.length) append their runs' tokens in one pass: every run's tokens but its last
+   * first (token_rows gives each its row), then each run's last token in row order, so the logits
+   * kept (the last runs.length positions) are one per row, in row order. The weights are read once
+   * for all of them, and a token's floats are the bits separate passes would give (the attention
+   * operator reads each row's length from its tokens' positions).
    */
-  mixed(
-    tokens: readonly number[],
-    lengths: readonly number[],
-    chunk: readonly number[],
-    start: number,
-  ): Promise<ForwardResult> {
-    if (!this.mixes) throw new Error("this session cannot run decode rows and a prompt chunk in one pass");
-    const n = tokens.length;
-    const total = chunk.length + n;
-    const chunkPositions = Array.from({ length: chunk.length }, (_, i) => start + i);
-    const rows = Array.from({ length: total }, (_, i) => (i < chunk.length ? n : i - chunk.length));
+  ragged(runs: readonly RowTokens[]): Promise<ForwardResult> {
+    if (!this.mixes) throw new Error("this session cannot run ragged tokens in one pass");
+    const ids: number[] = [];
+    const positions: number[] = [];
+    const rows: number[] = [];
+    runs.forEach(({ tokens, start }, row) => {
+      for (let i = 0; i < tokens.length - 1; i++) {
+        ids.push(tokens[i]!);
+        positions.push(start + i);
+        rows.push(row);
+      }
+    });
+    runs.forEach(({ tokens, start }, row) => {
+      if (tokens.length === 0) throw new Error(`ragged run ${row} has no tokens`);
+      ids.push(tokens.at(-1)!);
+      positions.push(start + tokens.length - 1);
+      rows.push(row);
+    });
+    const total = ids.length;
     return this.run(
       0,
-      n + 1,
-      int64([...chunk, ...tokens], [1, total]),
-      int64([...chunkPositions, ...lengths], [1, total]),
-      [...lengths.map((l) => l + 1), start + chunk.length],
-      n + 1,
-      this.mixedMask,
+      runs.length,
+      int64(ids, [1, total]),
+      int64(positions, [1, total]),
+      runs.map(({ tokens, start }) => start + tokens.length),
+      runs.length,
+      this.raggedMask,
       int64(rows, [total]),
     );
   }

@@ -17,7 +17,7 @@
  */
 import type { DecoderConfig } from "../model/model-config.ts";
 import { RequestError } from "../request-error.ts";
-import type { ForwardResult, ModelRunner } from "../runner/batch-runner.ts";
+import type { ForwardResult, ModelRunner, RowTokens } from "../runner/batch-runner.ts";
 import type { KvDtype } from "../runner/kv-rows.ts";
 import type { SampledToken } from "../sample/params.ts";
 import { GrammarBackend } from "../structured/grammar-backend.ts";
@@ -29,7 +29,7 @@ import { BeamRow } from "./beam-group.ts";
 import { MaskRows, type TokenConstraint } from "./constrain.ts";
 import { collectPromptLogprobs } from "./prompt-logprobs.ts";
 import { type PrefillChunk, Scheduler } from "./schedule.ts";
-import type { Sequence } from "./sequence.ts";
+import { Sequence } from "./sequence.ts";
 import { advanceBeams, deliver, emitPrompt } from "./update.ts";
 
 export type { EventSink, PromptTokenizer };
@@ -213,8 +213,13 @@ export class EngineCore {
     // Aborted requests leave in schedule(), before the step's forward pass begins.
     const plan = this.scheduler.schedule();
     if (plan.decode.length > 0 || plan.prefill) this.stepsBegun++;
-    if (plan.decode.length > 0 && plan.prefill && this.mixes(plan.prefill))
-      return this.mixedStep(plan.decode, plan.prefill);
+    const chunk = plan.prefill && this.mixes(plan.prefill) ? plan.prefill : undefined;
+    const jumps = plan.decode.some((d) => d.seq instanceof Sequence && d.seq.forced.length > 0);
+    if (plan.decode.length > 0 && this.runner.mixes && (chunk || jumps)) {
+      await this.raggedStep(plan.decode, chunk);
+      if (plan.prefill && !chunk) await this.prefillStep(plan.prefill);
+      return;
+    }
     if (plan.decode.length > 0) await this.decodeStep(plan.decode);
     if (plan.prefill) await this.prefillStep(plan.prefill);
   }
@@ -229,33 +234,44 @@ export class EngineCore {
   }
 
   /**
-   * The decode rows and the prompt chunk in one forward pass, which reads the weights once for
-   * both; then the decode rows' stages, then the prompt's, as the two passes would run them.
+   * The decode rows, their jump-forward tokens and the prompt chunk (if any) in one forward pass,
+   * which reads the weights once for all of them; then the decode rows' stages, then the prompt's,
+   * as separate passes would run them. A row with forced tokens samples from its last one's logits.
    */
-  private async mixedStep(rows: readonly Row[], chunk: PrefillChunk): Promise<void> {
-    const a = chunk.request;
-    this.timing.mixedSteps++;
+  private async raggedStep(rows: readonly Row[], chunk?: PrefillChunk): Promise<void> {
+    const forced = rows.map((d) => (d.seq instanceof Sequence ? d.seq.takeForced() : []));
+    const runs: RowTokens[] = rows.map((d, r) => ({
+      tokens: [d.seq.lastToken, ...forced[r]!],
+      start: d.seq.length,
+    }));
+    if (chunk) {
+      this.timing.mixedSteps++;
+      runs.push({ tokens: chunk.tokens, start: chunk.start });
+    }
+    const a = chunk?.request;
     let last: ForwardResult | undefined;
-    const forward = this.runner
-      .mixed(
-        rows.map((d) => d.seq.lastToken),
-        rows.map((d) => d.seq.length),
-        chunk.tokens,
-        chunk.start,
-      )
-      .then(({ logits, vocab }) => {
+    const n = rows.length;
+    const forward = this.runner.ragged(runs).then(({ logits, vocab }) => {
+      // The forced tokens are in the cache now (decodeStep counts each row's last token).
+      rows.forEach((d, r) => {
+        d.seq.length += forced[r]!.length;
+        this.timing.jumpForwardTokens += forced[r]!.length;
+      });
+      if (a && chunk) {
         // In the cache now, so a row move (the decode rows' compact) carries the chunk along.
         a.computed += chunk.tokens.length;
         // Copied, and only when the prompt is complete (the first tokens come from it): the decode
-        // rows' jump-forward passes may reuse the logits' memory.
+        // rows' passes may reuse the logits' memory.
         last = {
-          logits: a.computed < a.promptIds.length ? new Float32Array(0) : logits.slice(0, vocab),
+          logits:
+            a.computed < a.promptIds.length ? new Float32Array(0) : logits.slice(n * vocab, (n + 1) * vocab),
           vocab,
         };
-        return { logits: logits.subarray(vocab), vocab };
-      });
+      }
+      return { logits: logits.subarray(0, n * vocab), vocab };
+    });
     await this.decodeStep(rows, forward);
-    await this.promptChunkDone(a, last!);
+    if (a) await this.promptChunkDone(a, last!);
   }
 
   private async decodeStep(
@@ -275,7 +291,8 @@ export class EngineCore {
     const choices = live.filter(
       ({ d }) => !d.owner.aborted && !d.seq.finished && !(d.seq instanceof BeamRow),
     );
-    // A row with jump-forward tokens samples after them, from a pass of its own (below).
+    // Where the runner takes no ragged tokens, a row with jump-forward tokens samples after them,
+    // from a pass of its own (below); otherwise raggedStep put them in this pass.
     const jumping = choices.filter(({ d }) => (d.seq as Sequence).forced.length > 0);
     const sampling = choices.filter(({ d }) => (d.seq as Sequence).forced.length === 0);
     const sequences = sampling.map(({ d }) => d.seq as Sequence);

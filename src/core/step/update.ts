@@ -23,11 +23,11 @@ export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken):
  * Fewest forced tokens a jump takes. Forced tokens are the tokenizer's, not necessarily the ones
  * sampling would pick, so where jumps happen shapes the output: the minimum is one number, not one
  * that follows the batch's size, or a greedy constrained request's text would depend on what else
- * is running. A jump computes its row's forced tokens in a pass of their own, which costs about a
- * one-row decode step (bench/README.md, "Jump-forward"): alone that pays from two tokens, in a
- * batch, where a row's token costs a fraction of a step, from about four.
+ * is running. A row's forced tokens join its next step's one forward pass (with ortserve's
+ * attention kernel), where a token costs a fraction of a step; two already save a step. (Without
+ * that kernel they take a pass of their own, about a one-row decode step.)
  */
-export const JUMP_MINIMUM = 4;
+export const JUMP_MINIMUM = 2;
 
 /** The first event of every request: the prompt as the model saw it (and its logprobs if asked). */
 export function emitPrompt(a: ActiveRequest, vocab: number): void {
