@@ -162,6 +162,17 @@ function metadata(raw: RawMetadata[]): InferenceSession.ValueMetadata[] {
   });
 }
 
+/** The tensors a kept binding holds, by input and output name (weakly: see runKept). */
+interface KeptBinding {
+  inputs: Map<string, WeakRef<Tensor>>;
+  outputs: Map<string, WeakRef<Tensor>>;
+}
+
+/** Whether `entries` name exactly the keys of `held`. */
+function sameNames(held: ReadonlyMap<string, unknown>, entries: readonly [string, unknown][]): boolean {
+  return held.size === entries.length && entries.every(([n]) => held.has(n));
+}
+
 /** A decoder session run through ONNX Runtime's C API with IoBinding (see the module comment). */
 export class NativeDecoderSession implements InferenceSession {
   readonly inputNames: readonly string[];
@@ -174,10 +185,11 @@ export class NativeDecoderSession implements InferenceSession {
   private reused = new Float32Array(0);
   /** Runs started and not yet settled: the kept binding is only changed when none is. */
   private inFlight = 0;
-  /** What the kept binding holds, by "in:"/"out:" + name, after the last kept run that succeeded. */
-  private kept: Map<string, WeakRef<Tensor>> | undefined;
+  /** What the kept binding holds, by input and output name, after the last kept run that succeeded. */
+  private kept: KeptBinding | undefined;
   /** Fed for inputs a run does not give (the rewritten graph's own; the same objects every run). */
   private readonly defaults: [string, Tensor][];
+  private readonly outputSet: ReadonlySet<string>;
 
   constructor(raw: RawSession, reuseLogits = false, defaults: Record<string, Tensor> = {}) {
     this.raw = raw;
@@ -186,6 +198,7 @@ export class NativeDecoderSession implements InferenceSession {
     this.outputMetadata = metadata(raw.outputMetadata);
     this.inputNames = this.inputMetadata.map((m) => m.name);
     this.outputNames = this.outputMetadata.map((m) => m.name);
+    this.outputSet = new Set(this.outputNames);
     this.defaults = Object.entries(defaults).filter(([name]) => this.inputNames.includes(name));
   }
 
@@ -236,7 +249,7 @@ export class NativeDecoderSession implements InferenceSession {
     } else if (
       fetchesOrOptions &&
       Object.keys(fetchesOrOptions).length > 0 &&
-      Object.keys(fetchesOrOptions).every((k) => this.outputNames.includes(k))
+      Object.keys(fetchesOrOptions).every((k) => this.outputSet.has(k))
     ) {
       fetches = fetchesOrOptions as Record<string, OnnxValue | null>;
     } else {
@@ -302,27 +315,28 @@ export class NativeDecoderSession implements InferenceSession {
    * failed run, starts the binding over.
    */
   private async runKept(feeds: Record<string, Tensor>, fetched: [string, Tensor][]): Promise<void> {
-    const named = [
-      ...this.feedEntries(feeds).map(([n, t]): [string, string, Tensor] => [`in:${n}`, n, t]),
-      ...fetched.map(([n, t]): [string, string, Tensor] => [`out:${n}`, n, t]),
-    ];
+    const given = this.feedEntries(feeds);
     // The same names as the kept binding holds: update it; any other set: start it over.
     const held = this.kept;
-    const update = held !== undefined && named.length === held.size && named.every(([key]) => held.has(key));
-    const kept: Map<string, WeakRef<Tensor>> = update ? held : new Map();
-    const changed = update ? named.filter(([key, , t]) => kept.get(key)?.deref() !== t) : named;
-    const inputs = changed.filter(([key]) => key.startsWith("in:")).map(([, n, t]) => rawTensor(n, t));
-    const outputs = changed.filter(([key]) => key.startsWith("out:")).map(([, n, t]) => rawTensor(n, t));
+    const update = held !== undefined && sameNames(held.inputs, given) && sameNames(held.outputs, fetched);
+    const kept: KeptBinding = update ? held : { inputs: new Map(), outputs: new Map() };
+    const changedInputs = update ? given.filter(([n, t]) => kept.inputs.get(n)!.deref() !== t) : given;
+    const changedOutputs = update ? fetched.filter(([n, t]) => kept.outputs.get(n)!.deref() !== t) : fetched;
     this.kept = undefined;
     this.inFlight++;
     try {
-      await this.raw.run(inputs, outputs, update ? BindingMode.KeptUpdate : BindingMode.KeptFresh);
+      await this.raw.run(
+        changedInputs.map(([n, t]) => rawTensor(n, t)),
+        changedOutputs.map(([n, t]) => rawTensor(n, t)),
+        update ? BindingMode.KeptUpdate : BindingMode.KeptFresh,
+      );
     } finally {
       this.inFlight--;
     }
     // Weak: a tensor no caller holds any more must not keep its memory alive here; a collected
     // one simply differs from whatever the caller gives next.
-    for (const [key, , t] of changed) kept.set(key, new WeakRef(t));
+    for (const [n, t] of changedInputs) kept.inputs.set(n, new WeakRef(t));
+    for (const [n, t] of changedOutputs) kept.outputs.set(n, new WeakRef(t));
     this.kept = kept;
   }
 
