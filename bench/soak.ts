@@ -1,7 +1,8 @@
 /**
  * Soak: a real `ortserve serve` process under 16 concurrent clients for `--minutes` (default 60).
  * Each client picks, request by request, a streaming or non-streaming chat completion, sometimes
- * with n=2 or logprobs, and sometimes hangs up mid-request (an abort after a random delay).
+ * with n=2, logprobs or a compact-JSON schema (structured outputs), and sometimes hangs up
+ * mid-request (an abort after a random delay).
  * Every `--sample-seconds` it records the server's RSS and open fds (/proc/<pid>), the engine's
  * running sequences and KV bytes (/metrics) and the completion tokens/s of that window. Reports
  * unexpected errors (anything but a complete response or our own hang-up), RSS growth after
@@ -44,6 +45,17 @@ const clients = Number(values.clients);
 const sampleMs = Number(values["sample-seconds"]) * 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const CITY_SCHEMA = {
+  type: "object",
+  properties: {
+    city_name: { type: "string", maxLength: 24 },
+    country_name: { type: "string", maxLength: 24 },
+    population_estimate: { type: "integer", minimum: 0 },
+  },
+  required: ["city_name", "country_name", "population_estimate"],
+  additionalProperties: false,
+};
 
 /** Process stats once open fds are down to `target` (polled for up to 10 s), or the last reading. */
 async function settledStats(pid: number, target: number) {
@@ -91,12 +103,17 @@ interface Sample {
 }
 
 try {
-  const warm = await sendChat(server.url, apiKey, {
-    model: MODEL,
-    messages: [{ role: "user", content: "hi" }],
-    max_tokens: 2,
-  });
-  if (warm.outcome !== "complete") throw new Error(`warm-up failed: ${JSON.stringify(warm)}`);
+  // One plain and one constrained request first: the first constrained request starts the
+  // grammar backend and its compile thread, which the server then keeps (not a leak per request).
+  for (const extra of [{}, { structured_outputs: { json: CITY_SCHEMA, disable_any_whitespace: true } }]) {
+    const warm = await sendChat(server.url, apiKey, {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 2,
+      ...extra,
+    });
+    if (warm.outcome !== "complete") throw new Error(`warm-up failed: ${JSON.stringify(warm)}`);
+  }
   // Open fds with no client connected (the warm-up's keep-alive connection closes after the
   // server's 5 s idle timeout): what the server holds by itself.
   await sleep(6000);
@@ -129,6 +146,9 @@ try {
       if (random() < 0.2) {
         body.logprobs = true;
         body.top_logprobs = 3;
+      } else if (random() < 0.15) {
+        // Compact JSON: its keys are forced, so rows carry jump-forward tokens in the step's pass.
+        body.structured_outputs = { json: CITY_SCHEMA, disable_any_whitespace: true };
       }
       const controller = new AbortController();
       const hangUp = random() < 0.15;
