@@ -260,8 +260,8 @@ export class EngineCore {
       if (a && chunk) {
         // In the cache now, so a row move (the decode rows' compact) carries the chunk along.
         a.computed += chunk.tokens.length;
-        // Copied, and only when the prompt is complete (the first tokens come from it): the decode
-        // rows' passes may reuse the logits' memory.
+        // Copied, and only when the prompt is complete (the first tokens come from it): the logits'
+        // memory is the session's, which a later pass reuses.
         last = {
           logits:
             a.computed < a.promptIds.length ? new Float32Array(0) : logits.slice(n * vocab, (n + 1) * vocab),
