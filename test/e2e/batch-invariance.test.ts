@@ -5,17 +5,15 @@
  * response alone as when the whole mix arrives staggered. Only what is meant to differ is left
  * out: ids, timestamps and cached_tokens (the prefix cache warms between the two passes).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
-import { type ServerProcess, startServerProcess } from "./server-process.ts";
+import {
+  type DefaultModelServer,
+  haveDefaultModel,
+  DEFAULT_MODEL as MODEL,
+  startDefaultModelServer,
+} from "./server-process.ts";
 
-const MODEL = "smollm2-135m-instruct";
-const realModelDir = join(defaultModelsDir(), MODEL);
-const haveModel = existsSync(join(realModelDir, "onnx", "model_q4.onnx"));
 const KEY = "e2e-batch-invariance-key-0123456789";
 
 const SCHEMA = {
@@ -35,23 +33,17 @@ function comparable(value: unknown): unknown {
   );
 }
 
-describe.skipIf(!haveModel)("batch invariance through the openai client", () => {
-  let root: string;
-  let server: ServerProcess;
+describe.skipIf(!haveDefaultModel)("batch invariance through the openai client", () => {
+  let served: DefaultModelServer;
   let client: OpenAI;
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "ortserve-e2e-invariance-"));
-    const models = join(root, "models");
-    mkdirSync(models);
-    symlinkSync(realModelDir, join(models, MODEL), "dir");
-    server = await startServerProcess({ modelsDir: models, dbPath: join(root, "ortserve.db"), apiKey: KEY });
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    served = await startDefaultModelServer({ prefix: "ortserve-e2e-invariance-", apiKey: KEY });
+    client = served.client;
   });
 
   afterAll(async () => {
-    await server?.stop();
-    rmSync(root, { recursive: true, force: true });
+    await served?.close();
   });
 
   it("each request of a staggered mix gets the response it gets alone", async () => {

@@ -4,43 +4,35 @@
  * serves as the default cache does: streamed and whole answers, prefix-cache hits that change
  * nothing in a greedy reply.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { nativeSessions } from "../../src/core/runner/native-session.ts";
-import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
-import { type ServerProcess, startServerProcess } from "./server-process.ts";
+import {
+  type DefaultModelServer,
+  haveDefaultModel,
+  DEFAULT_MODEL as MODEL,
+  defaultModelDir as realModelDir,
+  startDefaultModelServer,
+} from "./server-process.ts";
 
-const MODEL = "smollm2-135m-instruct";
-const realModelDir = join(defaultModelsDir(), MODEL);
-const haveModel = existsSync(join(realModelDir, "onnx", "model_q4.onnx"));
 const KEY = "e2e-kv-int8-key-0123456789";
 
-describe.skipIf(!haveModel || !nativeSessions)("serve --kv-cache-dtype int8", () => {
-  let root: string;
-  let server: ServerProcess;
+describe.skipIf(!haveDefaultModel || !nativeSessions)("serve --kv-cache-dtype int8", () => {
+  let served: DefaultModelServer;
   let client: OpenAI;
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "ortserve-e2e-int8-"));
-    const models = join(root, "models");
-    mkdirSync(models);
-    symlinkSync(realModelDir, join(models, MODEL), "dir");
-    server = await startServerProcess({
-      modelsDir: models,
-      dbPath: join(root, "ortserve.db"),
+    served = await startDefaultModelServer({
+      prefix: "ortserve-e2e-int8-",
       apiKey: KEY,
       extraArgs: ["--kv-cache-dtype", "int8"],
     });
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    client = served.client;
   });
 
   afterAll(async () => {
-    await server?.stop();
-    rmSync(root, { recursive: true, force: true });
+    await served?.close();
   });
 
   const question = {
@@ -76,7 +68,7 @@ describe.skipIf(!haveModel || !nativeSessions)("serve --kv-cache-dtype int8", ()
 
   it("runs the 8-bit cache: /metrics reports it, head_dim bytes and 2 per 32 for each KV head and layer", async () => {
     const { numLayers, numKvHeads, headDim } = readModelConfig(realModelDir).decoder;
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const metrics = await (await fetch(`${served.server.url}/metrics`)).text();
     const line = metrics.split("\n").find((l) => l.startsWith("ortserve_cache_config_info{"));
     expect(line).toContain('cache_dtype="int8"');
     expect(line).toContain(`bytes_per_token="${numLayers * 2 * numKvHeads * (headDim + headDim / 16)}"`);

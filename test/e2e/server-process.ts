@@ -1,8 +1,10 @@
-/** Starts a real `ortserve serve` process on a free port for end-to-end tests. */
+/** Starts a real `ortserve serve` process on a free port for end-to-end tests (on the default model: startDefaultModelServer). */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repoRoot } from "../../src/util/paths.ts";
+import OpenAI from "openai";
+import { modelsDir, repoRoot } from "../../src/util/paths.ts";
 
 export interface ServerProcess {
   url: string;
@@ -69,5 +71,53 @@ export async function startServerProcess(opts: {
         child.once("exit", (code) => resolve(code));
         child.kill(signal);
       }),
+  };
+}
+
+/** The default model as a fresh setup converts it (the e2e suites skip when it is not there). */
+export const DEFAULT_MODEL = "smollm2-135m-instruct";
+export const defaultModelDir = join(modelsDir(), DEFAULT_MODEL);
+export const haveDefaultModel = existsSync(join(defaultModelDir, "onnx", "model_q4.onnx"));
+
+export interface DefaultModelServer {
+  /** A temporary folder holding `models` (a link to the default model) and the server's SQLite file. */
+  root: string;
+  models: string;
+  dbPath: string;
+  server: ServerProcess;
+  /** The official client on the server's /v1 with its key, no retries. */
+  client: OpenAI;
+  /** Stops the server and removes `root`. */
+  close(): Promise<void>;
+}
+
+/** A real `ortserve serve` on the default model alone, in a temporary folder of its own. */
+export async function startDefaultModelServer(opts: {
+  prefix: string;
+  apiKey: string;
+  extraArgs?: string[];
+}): Promise<DefaultModelServer> {
+  const root = mkdtempSync(join(tmpdir(), opts.prefix));
+  const models = join(root, "models");
+  mkdirSync(models);
+  symlinkSync(defaultModelDir, join(models, DEFAULT_MODEL), "dir");
+  const dbPath = join(root, "ortserve.db");
+  const server = await startServerProcess({
+    modelsDir: models,
+    dbPath,
+    apiKey: opts.apiKey,
+    extraArgs: opts.extraArgs,
+  });
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: opts.apiKey, maxRetries: 0 });
+  return {
+    root,
+    models,
+    dbPath,
+    server,
+    client,
+    close: async () => {
+      await server.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
   };
 }

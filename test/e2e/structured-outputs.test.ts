@@ -3,18 +3,16 @@
  * official `openai` client — response_format json_schema and structured_outputs, streaming and
  * not, n > 1 — and refusals as the client's BadRequestError.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { modelsDir as defaultModelsDir } from "../../src/util/paths.ts";
-import { type ServerProcess, startServerProcess } from "./server-process.ts";
+import {
+  type DefaultModelServer,
+  haveDefaultModel,
+  DEFAULT_MODEL as MODEL,
+  startDefaultModelServer,
+} from "./server-process.ts";
 
-const MODEL = "smollm2-135m-instruct";
-const realModelDir = join(defaultModelsDir(), MODEL);
-const haveModel = existsSync(join(realModelDir, "onnx", "model_q4.onnx"));
 const KEY = "e2e-structured-key-0123456789";
 
 const SCHEMA = {
@@ -27,24 +25,18 @@ const SCHEMA = {
   required: ["city", "population", "capital"],
 };
 
-describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () => {
-  let root: string;
-  let server: ServerProcess;
+describe.skipIf(!haveDefaultModel)("structured outputs through the OpenAI client", () => {
+  let served: DefaultModelServer;
   let client: OpenAI;
   const validate = new Ajv2020({ strict: false }).compile(SCHEMA);
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "ortserve-e2e-structured-"));
-    const models = join(root, "models");
-    mkdirSync(models);
-    symlinkSync(realModelDir, join(models, MODEL), "dir");
-    server = await startServerProcess({ modelsDir: models, dbPath: join(root, "ortserve.db"), apiKey: KEY });
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    served = await startDefaultModelServer({ prefix: "ortserve-e2e-structured-", apiKey: KEY });
+    client = served.client;
   });
 
   afterAll(async () => {
-    await server?.stop();
-    rmSync(root, { recursive: true, force: true });
+    await served?.close();
   });
 
   const messages = [
@@ -97,7 +89,7 @@ describe.skipIf(!haveModel)("structured outputs through the OpenAI client", () =
 
   it("jump-forward: forced keys stream as deltas, count in usage and in /metrics", async () => {
     const jumped = async () => {
-      const text = await (await fetch(`${server.url}/metrics`)).text();
+      const text = await (await fetch(`${served.server.url}/metrics`)).text();
       return [...text.matchAll(/^ortserve_jump_forward_tokens_total\{[^}]*\} (\d+)$/gm)].reduce(
         (sum, m) => sum + Number(m[1]),
         0,
