@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineGauges } from "../../bench/server-probe.ts";
 import {
+  bearer,
   chat,
   DEFAULT_MODEL,
   expectApiError,
@@ -34,7 +35,14 @@ describe("an engine worker killed mid-request", () => {
     const warm = await chat(h, { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
     expect(warm.status, warm.text).toBe(200);
 
-    const streamed = chat(h, longChat(true));
+    // The stream first, and under way (its status and first event sent) before the crash: a
+    // request still mid-prefill when its worker dies has sent nothing and fails with a 500.
+    const res = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...bearer(h) },
+      body: JSON.stringify(longChat(true)),
+    });
+    const streamed = res.text().then((text) => ({ status: res.status, text }));
     const plain = chat(h, longChat(false));
     while ((await engineGauges(h.url)).running < 2) await new Promise((r) => setTimeout(r, 20));
 
