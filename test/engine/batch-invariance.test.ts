@@ -7,6 +7,7 @@
  * logprobs. The mix is drawn from a fixed seed, so a failure reproduces.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import type { EngineCoreConfig, EngineRequest } from "../../src/core/types.ts";
 import { EnginePool } from "../../src/workers/pool.ts";
@@ -95,58 +96,63 @@ function outcome(r: Result) {
   };
 }
 
-describe.skipIf(!hasModel("q4"))("batch invariance on the real model", () => {
-  let pool: EnginePool;
-  let config: EngineCoreConfig;
-  beforeAll(() => {
-    pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
-    config = engineConfig(MODEL_DIR, {
-      format: "q4",
-      maxNumSeqs: 8,
-      maxModelLen: 512,
-      prefillChunk: 32,
-      intraOpThreads: 2,
-      schedulingPolicy: "priority",
+// The property of ortserve's own operators (a token's floats the same bits in any batch); ONNX
+// Runtime's MatMulNBits, where those are not built, may round a row differently in a batch.
+describe.skipIf(!hasModel("q4") || !nativeSessions?.blockQuantMatMul)(
+  "batch invariance on the real model",
+  () => {
+    let pool: EnginePool;
+    let config: EngineCoreConfig;
+    beforeAll(() => {
+      pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
+      config = engineConfig(MODEL_DIR, {
+        format: "q4",
+        maxNumSeqs: 8,
+        maxModelLen: 512,
+        prefillChunk: 32,
+        intraOpThreads: 2,
+        schedulingPolicy: "priority",
+      });
     });
-  });
-  afterAll(async () => {
-    await pool?.close();
-  });
+    afterAll(async () => {
+      await pool?.close();
+    });
 
-  it("every request of a staggered mix gets its solo output (aborted ones aside)", async () => {
-    const specs = mix(2, 24);
-    const run = (x: Spec, phase: string, signal?: AbortSignal, onDelta?: () => void) =>
-      collect(
-        pool,
-        config,
-        request(x.ids, { ...x.extra, cacheSalt: `${phase}-${x.extra.cacheSalt}` }),
-        (e) => {
-          if (e.type === "delta") onDelta?.();
-        },
-        signal,
+    it("every request of a staggered mix gets its solo output (aborted ones aside)", async () => {
+      const specs = mix(2, 24);
+      const run = (x: Spec, phase: string, signal?: AbortSignal, onDelta?: () => void) =>
+        collect(
+          pool,
+          config,
+          request(x.ids, { ...x.extra, cacheSalt: `${phase}-${x.extra.cacheSalt}` }),
+          (e) => {
+            if (e.type === "delta") onDelta?.();
+          },
+          signal,
+        );
+      const alone: (ReturnType<typeof outcome> | null)[] = [];
+      for (const x of specs) alone.push(x.kind === "abort" ? null : outcome(await run(x, "alone")));
+      const together = await Promise.all(
+        specs.map(async (x) => {
+          await new Promise((r) => setTimeout(r, x.delayMs));
+          if (x.kind !== "abort") return outcome(await run(x, "together"));
+          const abort = new AbortController();
+          let deltas = 0;
+          await run(x, "together", abort.signal, () => {
+            if (++deltas >= x.abortAfter) abort.abort();
+          }).catch(() => {});
+          return null;
+        }),
       );
-    const alone: (ReturnType<typeof outcome> | null)[] = [];
-    for (const x of specs) alone.push(x.kind === "abort" ? null : outcome(await run(x, "alone")));
-    const together = await Promise.all(
-      specs.map(async (x) => {
-        await new Promise((r) => setTimeout(r, x.delayMs));
-        if (x.kind !== "abort") return outcome(await run(x, "together"));
-        const abort = new AbortController();
-        let deltas = 0;
-        await run(x, "together", abort.signal, () => {
-          if (++deltas >= x.abortAfter) abort.abort();
-        }).catch(() => {});
-        return null;
-      }),
-    );
-    const differing = specs
-      .map((x, i) => ({ request: i, kind: x.kind, alone: alone[i], together: together[i] }))
-      .filter((d) => JSON.stringify(d.alone) !== JSON.stringify(d.together));
-    expect(differing).toEqual([]);
-    // The mix reached the passes that carry several kinds of rows at once: prompt chunks beside
-    // decode rows, and jump-forward tokens (compact JSON keys, the regex's dash).
-    const stats = Object.values(await pool.stats()) as { mixedSteps: number; jumpForwardTokens: number }[];
-    expect(stats[0]!.mixedSteps).toBeGreaterThan(0);
-    expect(stats[0]!.jumpForwardTokens).toBeGreaterThan(0);
-  });
-});
+      const differing = specs
+        .map((x, i) => ({ request: i, kind: x.kind, alone: alone[i], together: together[i] }))
+        .filter((d) => JSON.stringify(d.alone) !== JSON.stringify(d.together));
+      expect(differing).toEqual([]);
+      // The mix reached the passes that carry several kinds of rows at once: prompt chunks beside
+      // decode rows, and jump-forward tokens (compact JSON keys, the regex's dash).
+      const stats = Object.values(await pool.stats()) as { mixedSteps: number; jumpForwardTokens: number }[];
+      expect(stats[0]!.mixedSteps).toBeGreaterThan(0);
+      expect(stats[0]!.jumpForwardTokens).toBeGreaterThan(0);
+    });
+  },
+);
