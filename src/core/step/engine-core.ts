@@ -53,7 +53,11 @@ export interface EngineStats {
   jumpForwardTokens: number;
   /** Steps whose decode rows and prompt chunk went through one forward pass. */
   mixedSteps: number;
-  /** Steps begun (each one forward pass, or two where decode rows and a prompt chunk do not mix). */
+  /**
+   * Steps begun: each one forward pass; more where the runner takes no ragged tokens (a prompt chunk
+   * and each row's jump-forward tokens then take passes of their own) or the chunk needs every
+   * position's logits.
+   */
   steps: number;
   /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
   abortsFreed: number;
