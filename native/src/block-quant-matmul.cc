@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,9 +51,27 @@ bool DetectAvx512Vnni() {
   return false;
 #endif
 }
+bool DetectAvx2Fma() {
+#ifdef ORTSERVE_BQ_AVX512
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
 const bool gAvx512Vnni = DetectAvx512Vnni();
-// The vector kernel in use (tests turn it off to hold the portable loop to it).
-std::atomic<bool> gVector{gAvx512Vnni};
+const bool gAvx2 = DetectAvx2Fma();
+
+// The kernels, fastest last. Every one gives the same floats: the integer dot products are exact
+// and the float epilogue runs in the same order.
+enum Kernel : int { kScalar, kAvx2, kAvx512Vnni };
+constexpr const char* kKernelNames[] = {"scalar", "avx2", "avx512-vnni"};
+bool Available(int kernel) {
+  return kernel == kScalar || (kernel == kAvx2 && gAvx2) || (kernel == kAvx512Vnni && gAvx512Vnni);
+}
+int BestKernel() { return gAvx512Vnni ? kAvx512Vnni : gAvx2 ? kAvx2 : kScalar; }
+// The kernel in use (tests and benchmarks pick others to hold them to each other).
+std::atomic<int> gKernel{BestKernel()};
 
 // What the kernel needs of one row's block besides its quants: the dot product's starting value
 // for each zero point (-zero point * sum of the quants), the block's scale and scale * sum.
@@ -210,6 +229,118 @@ void TileRowsAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
     default: return TileAvx512<8, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
   }
 }
+
+// ---- AVX2 (CPUs without AVX-512 VNNI) ----
+#define ORTSERVE_AVX2_FMA __attribute__((target("avx2,fma")))
+
+// QuantizeBlockAvx512 at AVX2 width: the same rounding, clamp and sums.
+ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale, int32_t* sum) {
+  const __m256 signBit = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 8 * i);
+  __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signBit, v[0]), _mm256_andnot_ps(signBit, v[1])),
+                           _mm256_max_ps(_mm256_andnot_ps(signBit, v[2]), _mm256_andnot_ps(signBit, v[3])));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float amax = _mm_cvtss_f32(m4);
+  const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+  const __m256i lo = _mm256_set1_epi32(-127);
+  const __m256i hi = _mm256_set1_epi32(127);
+  __m256i qi[4];
+  __m256i total = _mm256_setzero_si256();
+  for (int i = 0; i < 4; i++) {
+    // Round to nearest even (the default rounding mode); NaN converts to INT_MIN, clamped to -127.
+    qi[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)), lo), hi);
+    total = _mm256_add_epi32(total, qi[i]);
+  }
+  // Packing works within 128-bit lanes; the permute puts the 32 bytes back in order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                      _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  *scale = amax / 127.0f;
+  *sum = _mm_cvtsi128_si32(t);
+}
+
+// Rows [first, first + R) of the row group at row0, the tile's 16 columns as two halves of 8.
+// Without VPDPBUSD, VPMADDUBSW multiplies a lane's unsigned quants by the row's 4 signed inputs
+// and adds them in pairs into 16 bits; a block's 8 groups are summed there too (a 4-bit quant
+// times an input is at most 15 x 127, so 16 of them stay below 2^15), and VPMADDWD then adds
+// the pairs into the lane's 32-bit dot product. 8-bit quants go in as their two nibbles, the
+// high one's sum times 16: a whole byte times an input would overflow the pairs' 16 bits.
+template <int R, int Bits, bool Offsets>
+ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
+                                int first, int groupRows, float* dst, int64_t stride, int count) {
+  const int blocks = w.blocks();
+  const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
+  const __m256i ones = _mm256_set1_epi16(1);
+  alignas(32) float acc[R][kTile];
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < kTile; c++) acc[r][c] = 0.0f;
+  for (int b = 0; b < blocks; b++) {
+    const uint8_t* block = w.block(tile, b);
+    const uint8_t* xBlock = x.Block(row0, b);
+    const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
+    const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
+    // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them.
+    constexpr int kParts = Bits == 4 ? 1 : 2;
+    __m256i dot[R][2];
+    for (int part = 0; part < kParts; part++) {
+      __m256i pairs[R][2];
+      for (int r = 0; r < R; r++) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; g++) {
+        __m256i quants[2];
+        for (int h = 0; h < 2; h++) {
+          const int chunk = Bits == 4 ? g / 2 : g;
+          const bool high = Bits == 4 ? g % 2 == 1 : part == 1;
+          const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * chunk + 32 * h));
+          quants[h] = _mm256_and_si256(high ? _mm256_srli_epi16(v, 4) : v, lowNibbles);
+        }
+        for (int r = 0; r < R; r++) {
+          const __m256i in = _mm256_set1_epi32(xq[r * 8 + g]);
+          for (int h = 0; h < 2; h++) pairs[r][h] = _mm256_add_epi16(pairs[r][h], _mm256_maddubs_epi16(quants[h], in));
+        }
+      }
+      for (int r = 0; r < R; r++)
+        for (int h = 0; h < 2; h++) {
+          const __m256i sums = _mm256_madd_epi16(pairs[r][h], ones);
+          if (part == 0)
+            dot[r][h] = _mm256_add_epi32(sums, _mm256_set1_epi32(Bits == 4 ? meta[r].start4 : meta[r].start8));
+          else
+            dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_slli_epi32(sums, 4));
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+      const __m256 scales = _mm256_load_ps(reinterpret_cast<const float*>(block + Bits * 64) + 8 * h);
+      const __m256 offsets = Offsets ? _mm256_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64) + 8 * h)
+                                     : _mm256_setzero_ps();
+      for (int r = 0; r < R; r++) {
+        __m256 a = _mm256_load_ps(acc[r] + 8 * h);
+        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h]), _mm256_mul_ps(scales, _mm256_set1_ps(meta[r].scale)), a);
+        if constexpr (Offsets) a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(meta[r].scaledSum), a);
+        _mm256_store_ps(acc[r] + 8 * h, a);
+      }
+    }
+  }
+  for (int r = 0; r < R; r++) std::memcpy(dst + (first + r) * stride, acc[r], sizeof(float) * count);
+}
+
+// A row group (up to 8 rows) in passes of up to 4: AVX2's 16 registers hold 4 rows' sums.
+template <int Bits, bool Offsets>
+void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
+                  float* dst, int64_t stride, int count) {
+  for (int first = 0; first < rows; first += 4) {
+    switch (std::min(4, rows - first)) {
+      case 1: TileAvx2<1, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 2: TileAvx2<2, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 3: TileAvx2<3, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      default: TileAvx2<4, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
+    }
+  }
+}
 #endif
 
 // Quant of input j (of 32) for lane (column) `lane` of a packed block.
@@ -248,12 +379,20 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
               int64_t stride) {
   const int count = std::min(kTile, w.n() - tile * kTile);
 #ifdef ORTSERVE_BQ_AVX512
-  if (gVector.load(std::memory_order_relaxed)) {
-    if (w.bits() == 4)
-      return w.hasOffsets() ? TileRowsAvx512<4, true>(w, tile, x, row0, rows, dst, stride, count)
-                            : TileRowsAvx512<4, false>(w, tile, x, row0, rows, dst, stride, count);
-    return w.hasOffsets() ? TileRowsAvx512<8, true>(w, tile, x, row0, rows, dst, stride, count)
-                          : TileRowsAvx512<8, false>(w, tile, x, row0, rows, dst, stride, count);
+  switch (gKernel.load(std::memory_order_relaxed)) {
+    case kAvx512Vnni:
+      if (w.bits() == 4)
+        return w.hasOffsets() ? TileRowsAvx512<4, true>(w, tile, x, row0, rows, dst, stride, count)
+                              : TileRowsAvx512<4, false>(w, tile, x, row0, rows, dst, stride, count);
+      return w.hasOffsets() ? TileRowsAvx512<8, true>(w, tile, x, row0, rows, dst, stride, count)
+                            : TileRowsAvx512<8, false>(w, tile, x, row0, rows, dst, stride, count);
+    case kAvx2:
+      if (w.bits() == 4)
+        return w.hasOffsets() ? TileRowsAvx2<4, true>(w, tile, x, row0, rows, dst, stride, count)
+                              : TileRowsAvx2<4, false>(w, tile, x, row0, rows, dst, stride, count);
+      return w.hasOffsets() ? TileRowsAvx2<8, true>(w, tile, x, row0, rows, dst, stride, count)
+                            : TileRowsAvx2<8, false>(w, tile, x, row0, rows, dst, stride, count);
+    default: break;
   }
 #endif
   TileRowsScalar(w, tile, x, row0, rows, dst, stride, count);
@@ -267,8 +406,11 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
 #ifdef ORTSERVE_BQ_AVX512
-      if (gVector.load(std::memory_order_relaxed))
+      const int kernel = gKernel.load(std::memory_order_relaxed);
+      if (kernel == kAvx512Vnni)
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
+      else if (kernel == kAvx2)
+        QuantizeBlockAvx2(src, x.Quants(r, b), &meta->scale, &sum);
       else
 #endif
         QuantizeBlockScalar(src, x.Quants(r, b), &meta->scale, &sum);
@@ -319,11 +461,24 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   return nullptr;
 }
 
-bool BlockQuantMatMulAccelerated() { return gAvx512Vnni; }
+bool BlockQuantMatMulAccelerated() { return BestKernel() != kScalar; }
 
-bool SetBlockQuantMatMulSimd(bool on) {
-  gVector = on && gAvx512Vnni;
-  return gVector;
+std::vector<std::string> BlockQuantMatMulKernels() {
+  std::vector<std::string> names;
+  for (int k = kAvx512Vnni; k >= kScalar; k--)
+    if (Available(k)) names.emplace_back(kKernelNames[k]);
+  return names;
+}
+
+std::string BlockQuantMatMulKernel() { return kKernelNames[gKernel.load()]; }
+
+bool SetBlockQuantMatMulKernel(const std::string& name) {
+  for (int k = kScalar; k <= kAvx512Vnni; k++)
+    if (name == kKernelNames[k] && Available(k)) {
+      gKernel = k;
+      return true;
+    }
+  return false;
 }
 
 void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, bool swiglu, float* out,

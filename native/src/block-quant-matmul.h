@@ -7,7 +7,8 @@
 // (accuracy_level 4), but costs a 16-row step about 8x one row although the weights are read once,
 // and needs three more nodes for the offsets. Here the weights are repacked once, 16 output
 // columns side by side, so one AVX-512 VNNI instruction multiplies 4 inputs into 16 outputs and
-// every weight register is reused across up to 8 rows; the offset term is added in the same pass.
+// every weight register is reused across up to 8 rows (CPUs with AVX2 but not AVX-512 VNNI run
+// an AVX2 form of the same arithmetic, 4 rows a pass); the offset term is added in the same pass.
 //
 // Arithmetic (llama.cpp's Q4_1 x Q8_1, in effect): each row's block of 32 inputs is quantized to
 // int8 with scale dx = max|x| / 127 (round to nearest); a block contributes
@@ -17,6 +18,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "attention.h"
 
@@ -58,11 +61,17 @@ class PackedBlockQuantWeight {
   bool hasOffsets_ = false;
 };
 
-// Whether this CPU runs the AVX-512 VNNI kernel (otherwise a scalar loop computes the same sums).
+// Whether this CPU runs a vector kernel (AVX-512 VNNI, or AVX2 with FMA); otherwise a scalar loop
+// computes the same sums, for correctness, not speed.
 bool BlockQuantMatMulAccelerated();
-// Turns the vector kernel off (or back on, where the CPU has it) for the whole process: tests hold
-// the portable loop to it. Returns whether it is now in use.
-bool SetBlockQuantMatMulSimd(bool on);
+// The kernels this CPU runs, fastest first ("avx512-vnni", "avx2", "scalar"); all give the same
+// floats.
+std::vector<std::string> BlockQuantMatMulKernels();
+// The kernel in use (the fastest, unless set).
+std::string BlockQuantMatMulKernel();
+// Picks the kernel for the whole process (tests hold the kernels to each other; benchmarks measure
+// the slower ones on a faster CPU). Returns false, changing nothing, when this CPU has no such kernel.
+bool SetBlockQuantMatMulKernel(const std::string& name);
 
 // out [rows, n] = x [rows, k] times the weights; with swiglu (n even) the packed gate/up
 // projection's silu(gate) * up instead, out [rows, n / 2] (SwiGluInPlace's arithmetic).

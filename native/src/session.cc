@@ -1141,20 +1141,26 @@ Napi::Value KeepSmallPages(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// setBlockQuantMatMulSimd(on): whether BlockQuantMatMul's vector kernel is now in use.
-Napi::Value SetBlockQuantMatMulSimd(const Napi::CallbackInfo& info) {
-  const bool on = info.Length() > 0 && info[0].ToBoolean().Value();
-  return Napi::Boolean::New(info.Env(), ortserve::SetBlockQuantMatMulSimd(on));
+// setBlockQuantMatMulKernel(name): the kernel in use afterwards (unchanged for a name this CPU
+// does not run).
+Napi::Value SetBlockQuantMatMulKernel(const Napi::CallbackInfo& info) {
+  if (info.Length() > 0 && info[0].IsString()) ortserve::SetBlockQuantMatMulKernel(info[0].As<Napi::String>());
+  return Napi::String::New(info.Env(), ortserve::BlockQuantMatMulKernel());
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("keepSmallPages", Napi::Function::New(env, KeepSmallPages, "keepSmallPages"));
   exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime, "loadRuntime"));
   exports.Set("apiVersion", Napi::Number::New(env, ortserve::kOrtApiVersion));
-  // Whether ortserve.BlockQuantMatMul runs its AVX-512 VNNI kernel here: the graph rewrite only
-  // replaces MatMulNBits where it does (its scalar loop is for correctness, not speed).
+  // Whether ortserve.BlockQuantMatMul runs a vector kernel here: the graph rewrite only replaces
+  // MatMulNBits where it does (its scalar loop is for correctness, not speed).
   exports.Set("blockQuantMatMulAccelerated", Napi::Boolean::New(env, ortserve::BlockQuantMatMulAccelerated()));
-  exports.Set("setBlockQuantMatMulSimd", Napi::Function::New(env, SetBlockQuantMatMulSimd, "setBlockQuantMatMulSimd"));
+  const std::vector<std::string> kernels = ortserve::BlockQuantMatMulKernels();
+  Napi::Array names = Napi::Array::New(env, kernels.size());
+  for (size_t i = 0; i < kernels.size(); i++) names.Set(static_cast<uint32_t>(i), kernels[i]);
+  exports.Set("blockQuantMatMulKernels", names);
+  exports.Set("setBlockQuantMatMulKernel",
+              Napi::Function::New(env, SetBlockQuantMatMulKernel, "setBlockQuantMatMulKernel"));
   exports.Set("Session", Session::Define(env));
   return exports;
 }

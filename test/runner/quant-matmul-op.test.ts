@@ -233,13 +233,17 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           const ourError = relativeGap(exact, gotData);
           expect(ourError).toBeLessThan(2e-2);
           expect(ourError).toBeLessThanOrEqual(relativeGap(exact, theirs) * 1.5);
-          // The portable loop (CPUs without AVX-512 VNNI) adds in the same order: the same floats.
-          if (rows <= 13) {
-            expect(nativeSessions!.setBlockQuantMatMulSimd(false)).toBe(false);
+          // Every kernel this CPU runs (AVX2 for CPUs without AVX-512 VNNI, the portable loop for
+          // those without either) adds in the same order: the same floats. The scalar loop is
+          // slow, so it takes the smaller cases only.
+          const best = nativeSessions!.blockQuantMatMulKernels[0]!;
+          for (const kernel of nativeSessions!.blockQuantMatMulKernels.slice(1)) {
+            if (kernel === "scalar" && rows > 13) continue;
+            expect(nativeSessions!.setBlockQuantMatMulKernel(kernel)).toBe(kernel);
             try {
-              expect((await ours.run(feeds)).y!.data).toEqual(gotData);
+              expect((await ours.run(feeds)).y!.data, kernel).toEqual(gotData);
             } finally {
-              expect(nativeSessions!.setBlockQuantMatMulSimd(true)).toBe(true);
+              expect(nativeSessions!.setBlockQuantMatMulKernel(best)).toBe(best);
             }
           }
         }

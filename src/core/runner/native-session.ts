@@ -73,10 +73,12 @@ interface SessionAddon {
   readonly apiVersion: number;
   /** madvise(MADV_NOHUGEPAGE) over the array's whole pages: the advised [start, end), or undefined. */
   keepSmallPages(array: ArrayBufferView): [number, number] | undefined;
-  /** Whether ortserve.BlockQuantMatMul runs its vector kernel on this CPU (AVX-512 VNNI). */
+  /** Whether ortserve.BlockQuantMatMul runs a vector kernel on this CPU (AVX-512 VNNI or AVX2). */
   readonly blockQuantMatMulAccelerated: boolean;
-  /** Turns that kernel off (or back on) for the process; returns whether it is in use. */
-  setBlockQuantMatMulSimd(on: boolean): boolean;
+  /** Its kernels this CPU runs, fastest first: "avx512-vnni", "avx2", "scalar". */
+  readonly blockQuantMatMulKernels: readonly string[];
+  /** Picks one for the process (a name this CPU lacks changes nothing); returns the one in use. */
+  setBlockQuantMatMulKernel(name: string): string;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
   Session: new (
@@ -372,14 +374,17 @@ export interface NativeSessions {
   readonly version: string;
   /**
    * Whether sessions replace MatMulNBits with ortserve's BlockQuantMatMul (this CPU has AVX-512
-   * VNNI and ORTSERVE_BLOCK_QUANT_MATMUL is not 0).
+   * VNNI or AVX2 and ORTSERVE_BLOCK_QUANT_MATMUL is not 0).
    */
   readonly blockQuantMatMul: boolean;
+  /** BlockQuantMatMul's kernels this CPU runs, fastest first ("avx512-vnni", "avx2", "scalar"). */
+  readonly blockQuantMatMulKernels: readonly string[];
   /**
-   * BlockQuantMatMul's portable loop instead of its vector kernel (false), or back (true), for
-   * the whole process: for tests. Returns whether the vector kernel is in use.
+   * Runs BlockQuantMatMul with the named kernel, for the whole process (all give the same floats:
+   * tests hold them to each other, benchmarks measure a slower CPU's kernel on a faster one).
+   * Returns the kernel in use; a name this CPU does not run changes nothing.
    */
-  setBlockQuantMatMulSimd(on: boolean): boolean;
+  setBlockQuantMatMulKernel(name: string): string;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
   /**
    * Keeps transparent huge pages away from the array's memory (Linux; undefined elsewhere or when
@@ -409,11 +414,23 @@ function load(): NativeSessions | undefined {
     );
     return undefined;
   }
-  const quantMatMul = addon.blockQuantMatMulAccelerated && process.env.ORTSERVE_BLOCK_QUANT_MATMUL !== "0";
+  // "0" keeps MatMulNBits; a kernel's name runs that one (to measure a slower CPU's on this one).
+  const quantSetting = process.env.ORTSERVE_BLOCK_QUANT_MATMUL;
+  const quantMatMul = addon.blockQuantMatMulAccelerated && quantSetting !== "0";
+  if (
+    quantMatMul &&
+    quantSetting &&
+    quantSetting !== "1" &&
+    addon.setBlockQuantMatMulKernel(quantSetting) !== quantSetting
+  )
+    process.emitWarning(
+      `ortserve: ORTSERVE_BLOCK_QUANT_MATMUL=${quantSetting} is not a kernel this CPU runs (${addon.blockQuantMatMulKernels.join(", ")})`,
+    );
   return {
     version,
     blockQuantMatMul: quantMatMul,
-    setBlockQuantMatMulSimd: (on) => addon.setBlockQuantMatMulSimd(on),
+    blockQuantMatMulKernels: addon.blockQuantMatMulKernels,
+    setBlockQuantMatMulKernel: (name) => addon.setBlockQuantMatMulKernel(name),
     keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
