@@ -11,6 +11,7 @@
  *   further from the exact product than it is.
  * The kernel's portable loop gives the vector kernel's floats exactly.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -252,4 +253,28 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
         await ours.release();
       }
     });
+
+  // ORTSERVE_BLOCK_QUANT_MATMUL names a kernel to run (measuring an older CPU's on a newer one);
+  // a name this CPU does not run is said, not silently ignored.
+  it("takes its kernel from ORTSERVE_BLOCK_QUANT_MATMUL", () => {
+    const inUse = (setting: string) => {
+      const run = spawnSync(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `const { nativeSessions } = await import(${JSON.stringify(new URL("../../src/core/runner/native-session.ts", import.meta.url).href)});
+           process.stdout.write(nativeSessions.setBlockQuantMatMulKernel(""));`,
+        ],
+        { env: { ...process.env, ORTSERVE_BLOCK_QUANT_MATMUL: setting }, encoding: "utf8" },
+      );
+      return { kernel: run.stdout, stderr: run.stderr };
+    };
+    const [best, slower] = nativeSessions!.blockQuantMatMulKernels;
+    expect(inUse("1").kernel).toBe(best);
+    expect(inUse(slower!).kernel).toBe(slower);
+    const unknown = inUse("avx9000");
+    expect(unknown.kernel).toBe(best);
+    expect(unknown.stderr).toContain("ORTSERVE_BLOCK_QUANT_MATMUL=avx9000 is not a kernel this CPU runs");
+  });
 });
