@@ -20,7 +20,8 @@
 #include <vector>
 
 #if defined(__GNUC__) && defined(__x86_64__)
-#define ORTSERVE_BQ_AVX512 1
+// GCC or Clang on x86-64: the AVX-512 VNNI and AVX2 kernels, chosen at run time.
+#define ORTSERVE_BQ_X86_SIMD 1
 #include <immintrin.h>
 #endif
 
@@ -43,7 +44,7 @@ inline void CpuRelax() {
 }
 
 bool DetectAvx512Vnni() {
-#ifdef ORTSERVE_BQ_AVX512
+#ifdef ORTSERVE_BQ_X86_SIMD
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vnni");
@@ -52,7 +53,7 @@ bool DetectAvx512Vnni() {
 #endif
 }
 bool DetectAvx2Fma() {
-#ifdef ORTSERVE_BQ_AVX512
+#ifdef ORTSERVE_BQ_X86_SIMD
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
@@ -134,7 +135,7 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) 
   *sum = s;
 }
 
-#ifdef ORTSERVE_BQ_AVX512
+#ifdef ORTSERVE_BQ_X86_SIMD
 #define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
 ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum) {
@@ -378,7 +379,7 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
 void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
               int64_t stride) {
   const int count = std::min(kTile, w.n() - tile * kTile);
-#ifdef ORTSERVE_BQ_AVX512
+#ifdef ORTSERVE_BQ_X86_SIMD
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
       if (w.bits() == 4)
@@ -405,7 +406,7 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       const float* src = in + r * k + b * kBlock;
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
-#ifdef ORTSERVE_BQ_AVX512
+#ifdef ORTSERVE_BQ_X86_SIMD
       const int kernel = gKernel.load(std::memory_order_relaxed);
       if (kernel == kAvx512Vnni)
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
