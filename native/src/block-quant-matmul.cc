@@ -276,6 +276,10 @@ template <int R, int Bits, bool Offsets>
 ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                 int first, int groupRows, float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
+  // As in the AVX-512 kernel, a group of more than 4 rows is compute-bound and meets its weights
+  // cold: its first pass fetches them kPrefetchBlocks ahead (one projection, 16 rows, one
+  // thread, in a C++ harness: 409–414 -> 373–375 µs).
+  const bool prefetch = groupRows > 4 && first == 0;
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][kTile];
@@ -283,6 +287,10 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     for (int c = 0; c < kTile; c++) acc[r][c] = 0.0f;
   for (int b = 0; b < blocks; b++) {
     const uint8_t* block = w.block(tile, b);
+    if (prefetch) {
+      const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBlocks * w.blockStride();
+      for (size_t offset = 0; offset < w.blockStride(); offset += 64) _mm_prefetch(ahead + offset, _MM_HINT_T0);
+    }
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
