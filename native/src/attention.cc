@@ -21,8 +21,9 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define ORTSERVE_ATTENTION_AVX2 1
+#include "cpu-features.h"
+
+#ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
 
 #include "simd-exp.h"
@@ -43,26 +44,10 @@ constexpr int kHeadsPerPass = 3;
 // waking the pool would cost more than the work.
 constexpr int64_t kParallelPairs = 4096;
 
-bool detectAvx2Fma() {
-#ifdef ORTSERVE_ATTENTION_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return false;
-#endif
-}
-const bool gAvx2Fma = detectAvx2Fma();
-
-bool detectAvx512Vl() {
-#ifdef ORTSERVE_ATTENTION_AVX2
-  return gAvx2Fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
+const bool gAvx2Fma = Cpu().avx2 && Cpu().fma && Cpu().f16c;
 // AVX-512VL's 32 vector registers let the 8-bit cache's keys be scored for three query heads at
 // once (the AVX2 kernels, with 16, take one head per pass).
-const bool gAvx512Vl = detectAvx512Vl();
+const bool gAvx512Vl = gAvx2Fma && Cpu().avx512Vl;
 
 // IEEE binary16 conversions (round to nearest even), for the half-precision cache on machines
 // without F16C; the vector code converts with F16C.
@@ -179,7 +164,7 @@ void Rotate(const float* in, float* out, int headDim, const float* cosRow, const
   }
 }
 
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
 // No FMA in this target: x1 cos - x2 sin rounds each product as Rotate does, so both give the
 // same bits.
 #define AVX2_NO_FMA_FN __attribute__((target("avx2,f16c")))
@@ -214,7 +199,7 @@ AVX2_NO_FMA_FN void StoreHalfRowF16c(const float* in, Half* out, int n) {
 #endif
 
 void RotateRow(const float* in, float* out, int headDim, const float* cosRow, const float* sinRow, bool avx) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (avx) return RotateAvx2(in, out, headDim, cosRow, sinRow);
 #endif
   (void)avx;
@@ -223,7 +208,7 @@ void RotateRow(const float* in, float* out, int headDim, const float* cosRow, co
 
 template <typename T>
 void StoreCacheRow(const float* in, T* out, int n, bool avx) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if constexpr (std::is_same_v<T, Half>) {
     if (avx) return StoreHalfRowF16c(in, out, n);
   }
@@ -284,7 +269,7 @@ void AccumulateValuesScalar(const float* weights, const T* values, int length, i
   }
 }
 
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
 // Sums of four vectors' lanes, as one vector of four.
 AVX2_FMA_FN inline __m128 Sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   const __m256 ab = _mm256_hadd_ps(a, b);
@@ -526,7 +511,7 @@ inline void PrefetchStart(const void* data) {
 
 // exp(scores - max) in place; returns their sum and sets *max.
 float SoftmaxNumerators(float* scores, int length, float* max, bool avx) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (avx) return SoftmaxNumeratorsAvx2(scores, length, max);
 #endif
   (void)avx;
@@ -552,7 +537,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   // Positions [j0, j0 + n) of a cache as the kernels read them.
   auto tileOf = [&](const T* cache, int j0, int n) {
     if constexpr (std::is_same_v<T, Q8>) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
       if (avx) {
         DequantizeAvx2(cache + j0 * stride, n, headDim, tile);
         return static_cast<const float*>(tile);
@@ -583,7 +568,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   // token's floats still do not depend on the path: each query's sums run in the same order
   // whichever queries share its pass.
   bool fromBytes = false;
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
   fromBytes = std::is_same_v<T, Q8> && avx && gAvx512Vl && headDim % 32 == 0;
 #endif
   auto forEachRun = [&](auto fn) {
@@ -599,7 +584,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     }
   };
   if (fromBytes) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
     if constexpr (std::is_same_v<T, Q8>)
       forEachRun([&](int i, int r, int j0, int n) {
         float* rows[kHeadsPerPass];
@@ -610,7 +595,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   } else {
     forEachTile(keys, [&](int i, int j0, int n, const auto* data) {
       float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
       if (avx) return ScoresAvx2(queries[i], data, n, headDim, scale, row);
 #endif
       ScoresScalar(queries[i], data, n, headDim, scale, row);
@@ -624,7 +609,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     std::fill(partial + 2, partial + 2 + D, 0.0f);
   }
   if (fromBytes) {
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
     if constexpr (std::is_same_v<T, Q8>)
       forEachRun([&](int i, int r, int j0, int n) {
         const float* weights[kHeadsPerPass];
@@ -640,7 +625,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
   }
   forEachTile(values, [&](int i, int j0, int n, const auto* data) {
     const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
     if (avx) return AccumulateValuesAvx2(weights, data, n, headDim, partials[i] + 2);
 #endif
     AccumulateValuesScalar(weights, data, n, headDim, partials[i] + 2);
@@ -677,7 +662,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   const size_t rowSpan = static_cast<size_t>(s.capacity) * RowStride<T>(s.headDim);
   const int half = s.headDim / 2;
   const int stride = PartialStride(s.headDim);
-#ifdef ORTSERVE_ATTENTION_AVX2
+#ifdef ORTSERVE_X86_SIMD
   const bool avx = gAvx2Fma && s.headDim % 8 == 0;
 #else
   const bool avx = false;

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#if defined(__GNUC__) && defined(__x86_64__)
-// GCC or Clang on x86-64: the AVX-512 VNNI and AVX2 kernels, chosen at run time.
-#define ORTSERVE_BQ_X86_SIMD 1
+#include "cpu-features.h"
+
+#ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
 #endif
 
@@ -43,25 +43,8 @@ inline void CpuRelax() {
 #endif
 }
 
-bool DetectAvx512Vnni() {
-#ifdef ORTSERVE_BQ_X86_SIMD
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
-}
-bool DetectAvx2Fma() {
-#ifdef ORTSERVE_BQ_X86_SIMD
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-const bool gAvx512Vnni = DetectAvx512Vnni();
-const bool gAvx2 = DetectAvx2Fma();
+const bool gAvx512Vnni = Cpu().avx512Vnni;
+const bool gAvx2 = Cpu().avx2 && Cpu().fma;
 
 // The kernels, fastest last. Every one gives the same floats: the integer dot products are exact
 // and the float epilogue runs in the same order.
@@ -135,7 +118,7 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) 
   *sum = s;
 }
 
-#ifdef ORTSERVE_BQ_X86_SIMD
+#ifdef ORTSERVE_X86_SIMD
 #define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
 ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum) {
@@ -387,7 +370,7 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
 void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
               int64_t stride) {
   const int count = std::min(kTile, w.n() - tile * kTile);
-#ifdef ORTSERVE_BQ_X86_SIMD
+#ifdef ORTSERVE_X86_SIMD
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
       if (w.bits() == 4)
@@ -414,7 +397,7 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       const float* src = in + r * k + b * kBlock;
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
-#ifdef ORTSERVE_BQ_X86_SIMD
+#ifdef ORTSERVE_X86_SIMD
       const int kernel = gKernel.load(std::memory_order_relaxed);
       if (kernel == kAvx512Vnni)
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);

@@ -15,8 +15,9 @@
 #include <mutex>
 #include <vector>
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define ORTSERVE_AVX2 1
+#include "cpu-features.h"
+
+#ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
 #define AVX2_FN __attribute__((target("avx2")))
 #endif
@@ -34,15 +35,7 @@ alignas(64) double gTable[kExpTableSize];
 std::once_flag gTableOnce;
 std::atomic<bool> gTableReady{false};
 
-bool detectAvx2() {
-#ifdef ORTSERVE_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-const bool gAvx2Available = detectAvx2();
+const bool gAvx2Available = Cpu().avx2;
 std::atomic<bool> gSimd{gAvx2Available};
 
 inline bool simd() { return gSimd.load(std::memory_order_relaxed); }
@@ -220,7 +213,7 @@ inline uint32_t radixBin(float v) {
 
 // ---- AVX2 ----
 
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
 
 // expNonPositive on four lanes, for x <= 0 or NaN (callers make sure: x is
 // logit - max with the row's max). Gathered table entries and the same
@@ -468,7 +461,7 @@ AVX2_FN size_t radixSelectAvx2(const float* row, size_t n, uint32_t top, float* 
   return i;
 }
 
-#endif  // ORTSERVE_AVX2
+#endif  // ORTSERVE_X86_SIMD
 
 }  // namespace
 
@@ -492,28 +485,28 @@ bool setSimd(bool on) {
 }
 
 int32_t argmax(const float* row, size_t n) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) return argmaxAvx2(row, n);
 #endif
   return argmaxScalar(row, n);
 }
 
 double maxValue(const float* row, size_t n) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) return maxValueAvx2(row, n);
 #endif
   return maxValueScalar(row, n);
 }
 
 double logSumExp(const float* row, size_t n) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) return logSumExpAvx2(row, n);
 #endif
   return logSumExpScalar(row, n);
 }
 
 size_t rankOf(const float* row, size_t n, float value) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) return rankOfAvx2(row, n, value);
 #endif
   return rankOfScalar(row, n, value);
@@ -526,7 +519,7 @@ size_t topN(const float* row, size_t n, size_t want, int32_t* ids, double* vals)
   // Once the window is full, a value must beat the current n-th (an equal later index ranks below).
   double bar = -kInf;
   for (size_t i = 0; i < n; i++) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
     // bar holds a float (a row value), so comparing in float is exact.
     if (size == want && simd()) {
       i = nextCandidate<false>(row, i, n, static_cast<float>(bar));
@@ -556,7 +549,7 @@ double kthLargest(const float* row, size_t n, size_t k) {
   uint32_t* counts = countStore.data();
   std::fill(counts, counts + 4 * kRadixBins, 0);
   size_t i = 0;
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) i = radixCountAvx2(row, n, counts);
 #endif
   for (; i < n; i++) counts[radixBin(row[i])]++;
@@ -570,7 +563,7 @@ double kthLargest(const float* row, size_t n, size_t k) {
   float* selected = binStore.data();
   size_t m = 0;
   i = 0;
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd()) i = radixSelectAvx2(row, n, top, selected, &m);
 #endif
   for (; i < n; i++)
@@ -591,7 +584,7 @@ HeapScan heapTopK(const float* row, size_t n, size_t k, double* heap, int32_t* i
   double tie = std::numeric_limits<double>::quiet_NaN();
   double top = heap[0];
   for (size_t i = k; i < n; i++) {
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
     // Only values >= the heap's minimum do anything; top holds a float (or -inf).
     if (simd()) {
       i = nextCandidate<true>(row, i, n, static_cast<float>(top));
@@ -617,7 +610,7 @@ size_t collect(const float* row, size_t n, double threshold, double max, double 
                int32_t* ids, double* weights, uint16_t* buckets, double* total) {
   const double inv = 1 / temperature;
   size_t m;
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   // The vector exp needs every value <= max; a wrong max gets the scalar code's exact answer.
   if (simd() && !(maxFloatAvx2(row, n) > max))
     m = collectAvx2(row, n, threshold, max, inv, withBuckets, ids, weights, buckets);
@@ -632,7 +625,7 @@ double massHistogram(const float* row, size_t n, double threshold, double max, d
                      double* histogram) {
   const double inv = 1 / temperature;
   std::fill(histogram, histogram + kLastBucket + 1, 0.0);
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (simd() && !(maxFloatAvx2(row, n) > max))
     histogramAvx2(row, n, threshold, max, inv, histogram);
   else
@@ -653,7 +646,7 @@ int32_t drawDense(const float* row, size_t n, double temperature, double u, doub
   for (size_t b = 0; b < blocks; b++) {
     const size_t start = b * kBlock;
     const size_t end = std::min(n, start + kBlock);
-#ifdef ORTSERVE_AVX2
+#ifdef ORTSERVE_X86_SIMD
     const double s = vector ? blockSumAvx2(row, start, end, max, inv) : blockSumScalar(row, start, end, max, inv);
 #else
     (void)vector;

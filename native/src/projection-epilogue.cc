@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cmath>
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define ORTSERVE_EPILOGUE_AVX2 1
+#include "cpu-features.h"
+
+#ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
 
 #include "simd-exp.h"
@@ -23,15 +24,7 @@ constexpr int kColumnTile = 512;
 // projection (one row, 10k-55k) took as long spread over two threads (measured).
 constexpr int64_t kParallelWork = 1 << 18;
 
-bool detectAvx2Fma() {
-#ifdef ORTSERVE_EPILOGUE_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-const bool gAvx2Fma = detectAvx2Fma();
+const bool gAvx2Fma = Cpu().avx2 && Cpu().fma;
 
 using TileRows = float[kRowTile][kColumnTile];
 
@@ -49,7 +42,7 @@ void AccumulateScalar(TileRows& acc, const float* sums, int rows, const float* c
     for (int j = from; j < count; j++) acc[r][j] += sums[r] * c[j];
 }
 
-#ifdef ORTSERVE_EPILOGUE_AVX2
+#ifdef ORTSERVE_X86_SIMD
 __attribute__((target("avx2,fma"))) int AccumulateAvx2(TileRows& acc, const float* sums, int rows, const float* c,
                                                        int count) {
   const int vectors = count / 8 * 8;
@@ -91,7 +84,7 @@ void Project(const Shape& s, int64_t row0, int rows, int col0, int count, TileRo
     for (int r = 0; r < rows; r++) sums[r] = s.in[(row0 + r) * s.stride + s.n + b];
     const float* c = s.offsets + static_cast<int64_t>(b) * s.n + col0;
     int done = 0;
-#ifdef ORTSERVE_EPILOGUE_AVX2
+#ifdef ORTSERVE_X86_SIMD
     if (gAvx2Fma) done = AccumulateAvx2(dst, sums, rows, c, count);
 #endif
     AccumulateScalar(dst, sums, rows, c, done, count);
@@ -107,7 +100,7 @@ void Project(const Shape& s, int64_t row0, int rows, int col0, int count, TileRo
 
 void SwiGluInPlace(float* a, const float* b, int count) {
   int done = 0;
-#ifdef ORTSERVE_EPILOGUE_AVX2
+#ifdef ORTSERVE_X86_SIMD
   if (gAvx2Fma) done = SwiGluAvx2(a, b, count);
 #endif
   for (int j = done; j < count; j++) a[j] = a[j] / (1.0f + std::exp(-a[j])) * b[j];
