@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cpu-features.h"
@@ -366,6 +367,17 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
     }
 }
 
+// fn(bits, offsets) with the weights' kind as compile-time constants (std::integral_constant), so
+// a kernel's template is instantiated for each kind once.
+template <typename Fn>
+void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
+  using Four = std::integral_constant<int, 4>;
+  using Eight = std::integral_constant<int, 8>;
+  if (w.bits() == 4)
+    return w.hasOffsets() ? fn(Four{}, std::true_type{}) : fn(Four{}, std::false_type{});
+  return w.hasOffsets() ? fn(Eight{}, std::true_type{}) : fn(Eight{}, std::false_type{});
+}
+
 // Rows [row0, row0 + rows) (at most kRowGroup) of the tile's columns to dst, rows `stride` apart.
 void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
               int64_t stride) {
@@ -373,17 +385,13 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 #ifdef ORTSERVE_X86_SIMD
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
-      if (w.bits() == 4)
-        return w.hasOffsets() ? TileRowsAvx512<4, true>(w, tile, x, row0, rows, dst, stride, count)
-                              : TileRowsAvx512<4, false>(w, tile, x, row0, rows, dst, stride, count);
-      return w.hasOffsets() ? TileRowsAvx512<8, true>(w, tile, x, row0, rows, dst, stride, count)
-                            : TileRowsAvx512<8, false>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets) {
+        TileRowsAvx512<bits(), offsets()>(w, tile, x, row0, rows, dst, stride, count);
+      });
     case kAvx2:
-      if (w.bits() == 4)
-        return w.hasOffsets() ? TileRowsAvx2<4, true>(w, tile, x, row0, rows, dst, stride, count)
-                              : TileRowsAvx2<4, false>(w, tile, x, row0, rows, dst, stride, count);
-      return w.hasOffsets() ? TileRowsAvx2<8, true>(w, tile, x, row0, rows, dst, stride, count)
-                            : TileRowsAvx2<8, false>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets) {
+        TileRowsAvx2<bits(), offsets()>(w, tile, x, row0, rows, dst, stride, count);
+      });
     default: break;
   }
 #endif
