@@ -175,6 +175,13 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           cache_dtype: s.kvCacheDtype,
           bytes_per_token: String(s.kvBytesPerToken),
         });
+        const { attention, projections, projectionKernel } = s.runtime;
+        metrics.runtimeInfo.set(1, {
+          engine,
+          attention,
+          projections,
+          ...(projectionKernel ? { projection_kernel: projectionKernel } : {}),
+        });
         metrics.engineSteps.setTotal(s.steps, { engine });
         metrics.mixedSteps.setTotal(s.mixedSteps, { engine });
         metrics.abortsFreed.setTotal(s.abortsFreed, { engine });

@@ -1161,6 +1161,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("blockQuantMatMulKernels", names);
   exports.Set("setBlockQuantMatMulKernel",
               Napi::Function::New(env, SetBlockQuantMatMulKernel, "setBlockQuantMatMulKernel"));
+  exports.Set("blockQuantMatMulKernel",
+              Napi::Function::New(
+                  env,
+                  [](const Napi::CallbackInfo& info) -> Napi::Value {
+                    return Napi::String::New(info.Env(), ortserve::BlockQuantMatMulKernel());
+                  },
+                  "blockQuantMatMulKernel"));
   exports.Set("Session", Session::Define(env));
   return exports;
 }

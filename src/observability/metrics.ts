@@ -68,6 +68,7 @@ export class Metrics {
   readonly kvCacheBytes = new Gauge();
   readonly kvCacheUsedBytes = new Gauge();
   readonly cacheConfig = new Gauge();
+  readonly runtimeInfo = new Gauge();
   readonly inFlight = new Gauge();
   readonly templateRenders = new Counter();
   readonly admissionWaiting = new Gauge();
@@ -144,6 +145,11 @@ export class Metrics {
       "ortserve_cache_config_info",
       "The KV cache's configuration, per engine, in its labels (cache_dtype: float32, float16 or int8; bytes_per_token across layers); the value is 1.",
       this.cacheConfig,
+    );
+    gauge(
+      "ortserve_runtime_info",
+      "What computes each engine's model, in its labels (attention: ortserve or onnxruntime; projections: ortserve.BlockQuantMatMul, MatMulNBits or MatMul; projection_kernel: the instruction set of ortserve's kernel, avx512-vnni or avx2); the value is 1.",
+      this.runtimeInfo,
     );
     gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
     counter(

@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import { SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import {
   addListingOnlyModel,
@@ -218,6 +219,16 @@ describe("/metrics", () => {
       cache_dtype: "float32",
       bytes_per_token: String(layers * 2 * kvHeads * (hidden / heads) * 4),
     });
+    // What computes the model: the fp32 graph's plain MatMuls, attention by ortserve's operator
+    // where the native session is built (ONNX Runtime's otherwise), no projection kernel.
+    const runtime = samples.filter((x) => x.name === "ortserve_runtime_info");
+    expect(runtime).toHaveLength(1);
+    expect(runtime[0]!.value).toBe(1);
+    expect(runtime[0]!.labels).toMatchObject({
+      attention: nativeSessions ? "ortserve" : "onnxruntime",
+      projections: "MatMul",
+    });
+    expect(runtime[0]!.labels.projection_kernel).toBeUndefined();
     // The V8 heaps of the main thread, the one engine worker and a template render thread, each
     // in use <= committed.
     for (const thread of ["main", "engine-0", "template-0"]) {

@@ -264,7 +264,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           "--input-type=module",
           "-e",
           `const { nativeSessions } = await import(${JSON.stringify(new URL("../../src/core/runner/native-session.ts", import.meta.url).href)});
-           process.stdout.write(nativeSessions.setBlockQuantMatMulKernel(""));`,
+           process.stdout.write(nativeSessions.blockQuantMatMulKernel());`,
         ],
         { env: { ...process.env, ORTSERVE_BLOCK_QUANT_MATMUL: setting }, encoding: "utf8" },
       );

@@ -79,6 +79,8 @@ interface SessionAddon {
   readonly blockQuantMatMulKernels: readonly string[];
   /** Picks one for the process (a name this CPU lacks changes nothing); returns the one in use. */
   setBlockQuantMatMulKernel(name: string): string;
+  /** The one in use. */
+  blockQuantMatMulKernel(): string;
   /** Loads ONNX Runtime from `path` (once per process) and returns its version. */
   loadRuntime(path: string): string;
   Session: new (
@@ -385,6 +387,8 @@ export interface NativeSessions {
    * Returns the kernel in use; a name this CPU does not run changes nothing.
    */
   setBlockQuantMatMulKernel(name: string): string;
+  /** The kernel BlockQuantMatMul runs now. */
+  blockQuantMatMulKernel(): string;
   create(modelPath: string, options: NativeSessionOptions): NativeDecoderSession;
   /**
    * Keeps transparent huge pages away from the array's memory (Linux; undefined elsewhere or when
@@ -431,6 +435,7 @@ function load(): NativeSessions | undefined {
     blockQuantMatMul: quantMatMul,
     blockQuantMatMulKernels: addon.blockQuantMatMulKernels,
     setBlockQuantMatMulKernel: (name) => addon.setBlockQuantMatMulKernel(name),
+    blockQuantMatMulKernel: () => addon.blockQuantMatMulKernel(),
     keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
       const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";

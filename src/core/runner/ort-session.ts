@@ -100,6 +100,8 @@ export function attentionRuntime(
   kvCacheDtype: KvDtype;
   /** What multiplies the quantized weights (q4): ortserve's kernel or ONNX Runtime's MatMulNBits. */
   projections: "ortserve.BlockQuantMatMul" | "MatMulNBits" | "MatMul";
+  /** With ortserve's kernel, the instruction set it runs on ("avx512-vnni", "avx2"). */
+  projectionKernel?: string;
 } {
   const ours =
     nativeSessions !== undefined &&
@@ -111,8 +113,15 @@ export function attentionRuntime(
       : ours && nativeSessions?.blockQuantMatMul
         ? "ortserve.BlockQuantMatMul"
         : "MatMulNBits";
+  const projectionKernel =
+    projections === "ortserve.BlockQuantMatMul" ? nativeSessions?.blockQuantMatMulKernel() : undefined;
   return ours
-    ? { kernel: "ortserve", kvCacheDtype: kvCacheDtypeFor(format, kvCacheDtype), projections }
+    ? {
+        kernel: "ortserve",
+        kvCacheDtype: kvCacheDtypeFor(format, kvCacheDtype),
+        projections,
+        projectionKernel,
+      }
     : { kernel: "onnxruntime", kvCacheDtype: "float32", projections };
 }
 

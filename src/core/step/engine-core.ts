@@ -62,6 +62,19 @@ export interface EngineStats {
   /** Aborted requests freed, and the most steps any of them still had begun after its abort arrived. */
   abortsFreed: number;
   abortFreeStepsMax: number;
+  /** What computes the model: see EngineRuntime. */
+  runtime: EngineRuntime;
+}
+
+/**
+ * What runs the model's attention (ortserve's operator or ONNX Runtime's GroupQueryAttention) and
+ * its projections (ortserve's BlockQuantMatMul and the instruction set of its kernel, or ONNX
+ * Runtime's MatMulNBits / MatMul), so an operator can see which path a machine takes.
+ */
+export interface EngineRuntime {
+  attention: "ortserve" | "onnxruntime";
+  projections: string;
+  projectionKernel?: string;
 }
 
 /**
@@ -92,12 +105,16 @@ export class EngineCore {
   private stepsBegun = 0;
   private readonly aborts = { freed: 0, maxStepsAfter: 0 };
 
+  private readonly runtime: EngineRuntime;
+
   constructor(
     config: EngineCoreConfig,
     model: DecoderConfig,
     runner: ModelRunner,
     tokenize: PromptTokenizer,
+    runtime: EngineRuntime,
   ) {
+    this.runtime = runtime;
     this.config = config;
     this.model = model;
     this.runner = runner;
@@ -125,6 +142,7 @@ export class EngineCore {
       steps: this.stepsBegun,
       abortsFreed: this.aborts.freed,
       abortFreeStepsMax: this.aborts.maxStepsAfter,
+      runtime: this.runtime,
     };
   }
 

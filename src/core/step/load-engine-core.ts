@@ -4,7 +4,7 @@ import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
 import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
 import { NativeDecoderSession, nativeSessions } from "../runner/native-session.ts";
-import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
+import { attentionRuntime, checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
@@ -37,8 +37,15 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
       onReserve: (memory) => nativeSessions?.keepSmallPages(memory),
     },
   );
-  return new EngineCore({ ...config, maxModelLen }, model, new BatchRunner(session, kv), {
-    encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
-    tokenizer: fromTransformersTokenizer(tok),
-  });
+  const { kernel, projections, projectionKernel } = attentionRuntime(config.format, config.kvCacheDtype);
+  return new EngineCore(
+    { ...config, maxModelLen },
+    model,
+    new BatchRunner(session, kv),
+    {
+      encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
+      tokenizer: fromTransformersTokenizer(tok),
+    },
+    { attention: kernel, projections, projectionKernel },
+  );
 }
