@@ -104,7 +104,6 @@ export class EngineCore {
   private looping = false;
   private stepsBegun = 0;
   private readonly aborts = { freed: 0, maxStepsAfter: 0 };
-
   private readonly runtime: EngineRuntime;
 
   constructor(
