@@ -6,13 +6,13 @@
  * request that is not aborted gets what it gets alone: the same tokens, finish reasons and
  * logprobs. The mix is drawn from a fixed seed, so a failure reproduces.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
-import type { EngineCoreConfig, EngineRequest } from "../../src/core/types.ts";
-import { EnginePool } from "../../src/workers/pool.ts";
-import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
-import { collect, engineConfig, type Result, request, sampling } from "./engine-helpers.ts";
+import type { EngineRequest } from "../../src/core/types.ts";
+import { hasModel } from "../runner/model-fixture.ts";
+import { collect, type Result, request, sampling } from "./engine-helpers.ts";
+import { realModelEngine } from "./real-model-engine.ts";
 
 /** A small deterministic generator (LCG): the same mix on every run. */
 function generator(seed: number): () => number {
@@ -101,29 +101,19 @@ function outcome(r: Result) {
 describe.skipIf(!hasModel("q4") || !nativeSessions?.blockQuantMatMul)(
   "batch invariance on the real model",
   () => {
-    let pool: EnginePool;
-    let config: EngineCoreConfig;
-    beforeAll(() => {
-      pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
-      config = engineConfig(MODEL_DIR, {
-        format: "q4",
-        maxNumSeqs: 8,
-        maxModelLen: 512,
-        prefillChunk: 32,
-        intraOpThreads: 2,
-        schedulingPolicy: "priority",
-      });
-    });
-    afterAll(async () => {
-      await pool?.close();
+    const engine = realModelEngine({
+      maxNumSeqs: 8,
+      maxModelLen: 512,
+      prefillChunk: 32,
+      schedulingPolicy: "priority",
     });
 
     it("every request of a staggered mix gets its solo output (aborted ones aside)", async () => {
       const specs = mix(2, 24);
       const run = (x: Spec, phase: string, signal?: AbortSignal, onDelta?: () => void) =>
         collect(
-          pool,
-          config,
+          engine.pool,
+          engine.config,
           request(x.ids, { ...x.extra, cacheSalt: `${phase}-${x.extra.cacheSalt}` }),
           (e) => {
             if (e.type === "delta") onDelta?.();
@@ -150,7 +140,10 @@ describe.skipIf(!hasModel("q4") || !nativeSessions?.blockQuantMatMul)(
       expect(differing).toEqual([]);
       // The mix reached the passes that carry several kinds of rows at once: prompt chunks beside
       // decode rows, and jump-forward tokens (compact JSON keys, the regex's dash).
-      const stats = Object.values(await pool.stats()) as { mixedSteps: number; jumpForwardTokens: number }[];
+      const stats = Object.values(await engine.pool.stats()) as {
+        mixedSteps: number;
+        jumpForwardTokens: number;
+      }[];
       expect(stats[0]!.mixedSteps).toBeGreaterThan(0);
       expect(stats[0]!.jumpForwardTokens).toBeGreaterThan(0);
     });

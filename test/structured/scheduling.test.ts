@@ -3,32 +3,21 @@
  * admits constrained requests in priority order and each keeps its own grammar, and a request whose
  * prompt comes from the prefix cache is constrained like one prefilled from scratch.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
-import type { EngineCoreConfig } from "../../src/core/types.ts";
-import { EnginePool } from "../../src/workers/pool.ts";
-import { collect, engineConfig, request } from "../engine/engine-helpers.ts";
-import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
+import { collect, request } from "../engine/engine-helpers.ts";
+import { realModelEngine } from "../engine/real-model-engine.ts";
+import { hasModel } from "../runner/model-fixture.ts";
 
 // A prompt long enough to fill whole prefix-cache blocks.
 const PROMPT = Array.from({ length: 96 }, (_, i) => 300 + ((i * 37) % 900));
 
 describe.skipIf(!hasModel("q4"))("structured outputs with priority scheduling and the prefix cache", () => {
-  let pool: EnginePool;
-  let config: EngineCoreConfig;
-  beforeAll(() => {
-    pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
-    config = engineConfig(MODEL_DIR, {
-      format: "q4",
-      maxNumSeqs: 1,
-      schedulingPolicy: "priority",
-      maxModelLen: 512,
-      prefillChunk: 64,
-      intraOpThreads: 2,
-    });
-  });
-  afterAll(async () => {
-    await pool?.close();
+  const engine = realModelEngine({
+    maxNumSeqs: 1,
+    schedulingPolicy: "priority",
+    maxModelLen: 512,
+    prefillChunk: 64,
   });
 
   const choices = ["alpha", "beta", "gamma"];
@@ -38,14 +27,14 @@ describe.skipIf(!hasModel("q4"))("structured outputs with priority scheduling an
   it("admits constrained requests by priority, each in its own language", async () => {
     // Both grammars compiled first, so the queued requests reach the queue while the row is busy.
     for (const constraint of [choice, digits])
-      await collect(pool, config, request(PROMPT.slice(0, 8), { maxTokens: 4, constraint }));
+      await collect(engine.pool, engine.config, request(PROMPT.slice(0, 8), { maxTokens: 4, constraint }));
     const order: string[] = [];
     let started!: () => void;
     const running = new Promise<void>((r) => {
       started = r;
     });
     // An unconstrained request holds the only row; the constrained ones queue behind it.
-    const busy = collect(pool, config, request(PROMPT, { maxTokens: 200 }), (e) => {
+    const busy = collect(engine.pool, engine.config, request(PROMPT, { maxTokens: 200 }), (e) => {
       if (e.type === "delta") started();
     });
     await running;
@@ -56,12 +45,14 @@ describe.skipIf(!hasModel("q4"))("structured outputs with priority scheduling an
         [3, choice],
       ] as const
     ).map(([priority, constraint], i) =>
-      collect(pool, config, request(PROMPT.slice(0, 40 + i), { priority, maxTokens: 16, constraint })).then(
-        (r) => {
-          order.push(`${priority}`);
-          return r;
-        },
-      ),
+      collect(
+        engine.pool,
+        engine.config,
+        request(PROMPT.slice(0, 40 + i), { priority, maxTokens: 16, constraint }),
+      ).then((r) => {
+        order.push(`${priority}`);
+        return r;
+      }),
     );
     const [, low, high, mid] = await Promise.all([busy, ...queued]);
     expect(order).toEqual(["1", "3", "5"]);
@@ -73,13 +64,13 @@ describe.skipIf(!hasModel("q4"))("structured outputs with priority scheduling an
   it("a prompt read from the prefix cache is constrained as one prefilled from scratch", async () => {
     const salt = `structured-${Math.random()}`;
     const cold = await collect(
-      pool,
-      config,
+      engine.pool,
+      engine.config,
       request(PROMPT, { cacheSalt: salt, maxTokens: 16, constraint: digits }),
     );
     const warm = await collect(
-      pool,
-      config,
+      engine.pool,
+      engine.config,
       request(PROMPT, { cacheSalt: salt, maxTokens: 16, constraint: digits }),
     );
     expect(cold.cachedTokens).toBe(0);
