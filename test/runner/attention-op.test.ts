@@ -334,21 +334,33 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
     await expect(ours.run(short)).rejects.toThrow(/disagrees with seqlens_k/);
   });
 
-  it("gives a token the same floats as the last of a prefill chunk and as a decode step", async () => {
-    // A 600-token prefill after 300 cached positions, then its last token again as a decode step
-    // over the cache that prefill left: how the work was split must not change a token's floats.
-    const f = feeds([300], 600, 5, false);
-    const prefill = await ours.run(f);
-    const last = floats(f.query!).slice(599 * PACKED);
-    const decode = await ours.run({
-      query: new Tensor("float32", last, [1, 1, PACKED]),
-      "past_key_values.0.key": prefill["present.0.key"]!,
-      "past_key_values.0.value": prefill["present.0.value"]!,
-      seqlens_k: new Tensor("int32", Int32Array.of(899), [1]),
-      total_sequence_length: new Tensor("int32", Int32Array.of(900), []),
-      position_ids: new Tensor("int64", BigInt64Array.of(899n), [1, 1]),
+  // Each cache type has kernels of its own (the float16 and int8 ones score several queries a
+  // pass: a decode step's query heads, a prefill block's tokens).
+  const caches: [
+    string,
+    () => NativeDecoderSession,
+    (f: Record<string, Tensor>) => Record<string, Tensor>,
+  ][] = [
+    ["float32", () => ours, (f) => f],
+    ["float16", () => oursHalf, asHalfCache],
+    ["int8", () => oursInt8, (f) => asInt8Cache(f).ours],
+  ];
+  for (const [dtype, session, cacheOf] of caches)
+    it(`gives a token the same floats as the last of a prefill chunk and as a decode step (${dtype} cache)`, async () => {
+      // A 600-token prefill after 300 cached positions, then its last token again as a decode step
+      // over the cache that prefill left: how the work was split must not change a token's floats.
+      const f = cacheOf(feeds([300], 600, 5, false));
+      const prefill = await session().run(f);
+      const last = floats(f.query!).slice(599 * PACKED);
+      const decode = await session().run({
+        query: new Tensor("float32", last, [1, 1, PACKED]),
+        "past_key_values.0.key": prefill["present.0.key"]!,
+        "past_key_values.0.value": prefill["present.0.value"]!,
+        seqlens_k: new Tensor("int32", Int32Array.of(899), [1]),
+        total_sequence_length: new Tensor("int32", Int32Array.of(900), []),
+        position_ids: new Tensor("int64", BigInt64Array.of(899n), [1, 1]),
+      });
+      const want = floats(prefill.attn!).slice(599 * HEADS * HEAD_DIM);
+      expect(Buffer.from(floats(decode.attn!).buffer).equals(Buffer.from(want.buffer))).toBe(true);
     });
-    const want = floats(prefill.attn!).slice(599 * HEADS * HEAD_DIM);
-    expect(Buffer.from(floats(decode.attn!).buffer).equals(Buffer.from(want.buffer))).toBe(true);
-  });
 });
