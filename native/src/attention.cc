@@ -487,15 +487,15 @@ AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* 
 // ScoresAvx2 for Q queries over binary16 keys: each key converted once for all Q
 // queries. Each query's sums run exactly as in ScoresAvx2 (same chains, same order), so its
 // scores are the same floats whichever queries share its pass.
-template <int Q, typename T>
-AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const T* keys, int length, int headDim, float scale,
+template <int Q>
+AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const Half* keys, int length, int headDim, float scale,
                                   float* const* scores) {
-  const size_t stride = RowStride<T>(headDim);
+  const size_t stride = RowStride<Half>(headDim);
   const __m128 scale4 = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= length; j += 4) {
-    const T* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
-    PrefetchAhead(rows[0] + kStreamAhead * stride, 4 * stride * sizeof(T));
+    const Half* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
+    PrefetchAhead(rows[0] + kStreamAhead * stride, 4 * stride * sizeof(Half));
     __m256 acc[Q][4];
     for (int i = 0; i < Q; i++)
       for (int p = 0; p < 4; p++) acc[i][p] = _mm256_setzero_ps();
@@ -511,7 +511,7 @@ AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const T* keys, int leng
       _mm_storeu_ps(scores[i] + j, _mm_mul_ps(Sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), scale4));
   }
   for (; j < length; j++) {
-    const T* row = keys + j * stride;
+    const Half* row = keys + j * stride;
     __m256 acc[Q];
     for (int i = 0; i < Q; i++) acc[i] = _mm256_setzero_ps();
     for (int d = 0; d < headDim; d += 8) {
@@ -528,18 +528,18 @@ AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const T* keys, int leng
 // AccumulateValuesAvx2 for Q queries over binary16 values: each value converted once for
 // all Q queries, 32 dimensions a pass. Each accumulator sums its positions in the same order as
 // AccumulateValuesAvx2, so the sums are the same floats.
-template <int Q, typename T>
-AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const T* values, int length, int headDim,
+template <int Q>
+AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const Half* values, int length, int headDim,
                                             float* const* out) {
-  const size_t stride = RowStride<T>(headDim);
+  const size_t stride = RowStride<Half>(headDim);
   int d0 = 0;
   for (; d0 + 32 <= headDim; d0 += 32) {
     __m256 acc[Q][4];
     for (int i = 0; i < Q; i++)
       for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
     for (int j = 0; j < length; j++) {
-      const T* row = values + j * stride + d0;
-      if (d0 == 0) PrefetchAhead(values + (j + kStreamAhead) * stride, stride * sizeof(T));
+      const Half* row = values + j * stride + d0;
+      if (d0 == 0) PrefetchAhead(values + (j + kStreamAhead) * stride, stride * sizeof(Half));
       __m256 v[4];
       for (int k = 0; k < 4; k++) v[k] = Load8(row + 8 * k);
       for (int i = 0; i < Q; i++) {
@@ -561,36 +561,33 @@ AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const T
   }
 }
 
-template <typename T>
-void ScoresMulti(int count, const float* const* q, const T* keys, int length, int headDim, float scale,
-                 float* const* scores) {
+// The multi-query kernels for 1 to kHeadsPerPass queries, by the cache's element type.
+void ScoresMultiQuery(int count, const float* const* q, const Half* keys, int length, int headDim, float scale,
+                      float* const* scores) {
   if (count == 3) return ScoresMultiAvx2<3>(q, keys, length, headDim, scale, scores);
   if (count == 2) return ScoresMultiAvx2<2>(q, keys, length, headDim, scale, scores);
   ScoresMultiAvx2<1>(q, keys, length, headDim, scale, scores);
 }
 
-template <typename T>
-void AccumulateValuesMulti(int count, const float* const* weights, const T* values, int length, int headDim,
-                           float* const* out) {
+void ScoresMultiQuery(int count, const float* const* q, const Q8* keys, int length, int headDim, float scale,
+                      float* const* scores) {
+  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, headDim, scale, scores);
+  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, headDim, scale, scores);
+  ScoresQ8Avx2<1>(q, keys, length, headDim, scale, scores);
+}
+
+void AccumulateValuesMultiQuery(int count, const float* const* weights, const Half* values, int length, int headDim,
+                                float* const* out) {
   if (count == 3) return AccumulateValuesMultiAvx2<3>(weights, values, length, headDim, out);
   if (count == 2) return AccumulateValuesMultiAvx2<2>(weights, values, length, headDim, out);
   AccumulateValuesMultiAvx2<1>(weights, values, length, headDim, out);
 }
 
-// AccumulateValuesQ8Avx2 for 1 to kHeadsPerPass queries.
-void AccumulateValuesQ8(int count, const float* const* weights, const Q8* values, int length, int headDim,
-                        float* const* out) {
+void AccumulateValuesMultiQuery(int count, const float* const* weights, const Q8* values, int length, int headDim,
+                                float* const* out) {
   if (count == 3) return AccumulateValuesQ8Avx2<3>(weights, values, length, headDim, out);
   if (count == 2) return AccumulateValuesQ8Avx2<2>(weights, values, length, headDim, out);
   AccumulateValuesQ8Avx2<1>(weights, values, length, headDim, out);
-}
-
-// ScoresQ8Avx2 for 1 to kHeadsPerPass queries.
-void ScoresQ8(int count, const float* const* q, const Q8* keys, int length, int headDim, float scale,
-              float* const* scores) {
-  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, headDim, scale, scores);
-  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, headDim, scale, scores);
-  ScoresQ8Avx2<1>(q, keys, length, headDim, scale, scores);
 }
 #endif
 
@@ -671,20 +668,17 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
       }
     }
   };
-  // The 8-bit cache read straight from its bytes, up to kHeadsPerPass queries that reach equally
-  // far into a tile at once (fn(i, r, j0, n): queries [i, i + r), n positions of the tile at j0),
-  // where the CPU has AVX-512VL's registers; otherwise through a float tile (forEachTile). A
-  // token's floats still do not depend on the path: each query's sums run in the same order
-  // whichever queries share its pass.
-  bool fromBytes = false;
-  // The binary16 cache likewise: each tile's keys and values converted once for up to
-  // kHeadsPerPass queries, not once per query (one thread, caches cold: a decode layer at 1,584
-  // positions 112 -> 97 µs, 16 rows of 130 positions 232 -> 202 µs, in a C++ harness). A float
-  // cache has no conversion to save and streamed slower that way (4 rows of 700: 324 -> 352 µs).
-  bool multi = false;
+  // The 8-bit and binary16 caches read straight from their bytes, up to kHeadsPerPass queries
+  // that reach equally far into a tile at once (fn(i, r, j0, n): queries [i, i + r), n positions
+  // of the tile at j0), each position converted once for all of them, where the CPU has
+  // AVX-512VL's registers; otherwise one query at a time (forEachTile), an 8-bit cache through a
+  // float tile. A token's floats still do not depend on the path: each query's sums run in the
+  // same order whichever queries share its pass. A float cache has nothing to convert and
+  // streamed slower through the multi-query kernels (one thread, 4 rows of 700 positions: 324 ->
+  // 352 µs a layer), so it keeps the one-query ones.
+  bool multiQuery = false;
 #ifdef ORTSERVE_X86_SIMD
-  fromBytes = std::is_same_v<T, Q8> && avx && gAvx512Vl && headDim % 32 == 0;
-  multi = std::is_same_v<T, Half> && avx && gAvx512Vl;
+  multiQuery = !std::is_same_v<T, float> && avx && gAvx512Vl && (std::is_same_v<T, Half> || headDim % 32 == 0);
 #endif
   auto forEachRun = [&](auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile) {
@@ -698,22 +692,13 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
       }
     }
   };
-  if (fromBytes) {
+  if (multiQuery) {
 #ifdef ORTSERVE_X86_SIMD
-    if constexpr (std::is_same_v<T, Q8>)
+    if constexpr (!std::is_same_v<T, float>)
       forEachRun([&](int i, int r, int j0, int n) {
         float* rows[kHeadsPerPass];
         for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
-        ScoresQ8(r, queries + i, keys + j0 * stride, n, headDim, scale, rows);
-      });
-#endif
-  } else if (multi) {
-#ifdef ORTSERVE_X86_SIMD
-    if constexpr (std::is_same_v<T, Half>)
-      forEachRun([&](int i, int r, int j0, int n) {
-        float* rows[kHeadsPerPass];
-        for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
-        ScoresMulti(r, queries + i, keys + j0 * stride, n, headDim, scale, rows);
+        ScoresMultiQuery(r, queries + i, keys + j0 * stride, n, headDim, scale, rows);
       });
 #endif
   } else {
@@ -732,9 +717,9 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk, n, &partial[0], avx);
     std::fill(partial + 2, partial + 2 + D, 0.0f);
   }
-  if (fromBytes) {
+  if (multiQuery) {
 #ifdef ORTSERVE_X86_SIMD
-    if constexpr (std::is_same_v<T, Q8>)
+    if constexpr (!std::is_same_v<T, float>)
       forEachRun([&](int i, int r, int j0, int n) {
         const float* weights[kHeadsPerPass];
         float* sums[kHeadsPerPass];
@@ -742,22 +727,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
           weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
           sums[k] = partials[i + k] + 2;
         }
-        AccumulateValuesQ8(r, weights, values + j0 * stride, n, headDim, sums);
-      });
-#endif
-    return;
-  }
-  if (multi) {
-#ifdef ORTSERVE_X86_SIMD
-    if constexpr (std::is_same_v<T, Half>)
-      forEachRun([&](int i, int r, int j0, int n) {
-        const float* weights[kHeadsPerPass];
-        float* sums[kHeadsPerPass];
-        for (int k = 0; k < r; k++) {
-          weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
-          sums[k] = partials[i + k] + 2;
-        }
-        AccumulateValuesMulti(r, weights, values + j0 * stride, n, headDim, sums);
+        AccumulateValuesMultiQuery(r, weights, values + j0 * stride, n, headDim, sums);
       });
 #endif
     return;
