@@ -334,8 +334,8 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
     await expect(ours.run(short)).rejects.toThrow(/disagrees with seqlens_k/);
   });
 
-  // Each cache type has kernels of its own (the float16 and int8 ones score several queries a
-  // pass: a decode step's query heads, a prefill block's tokens).
+  // Each cache type has kernels of its own (with AVX-512VL the float16 and int8 ones take several
+  // queries a pass: a decode step's query heads, a prefill block's tokens).
   const caches: [
     string,
     () => NativeDecoderSession,
