@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cpu-features.h"
+#include "prefetch.h"
 
 #ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
@@ -393,12 +394,6 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
 // prefetch and ~10% more without it; the 8-bit kernels gained 6-12% from it.
 constexpr int kStreamAhead = 8;
 
-// Fetches `bytes` from `from` toward L1.
-inline void PrefetchAhead(const void* from, size_t bytes) {
-  const char* p = static_cast<const char*>(from);
-  for (size_t offset = 0; offset < bytes; offset += 64) _mm_prefetch(p + offset, _MM_HINT_T0);
-}
-
 // The AVX2 kernels' instructions with AVX-512VL's 32 ymm registers.
 #define AVX2_WIDE_FN __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 
@@ -415,7 +410,7 @@ AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length
   int j = 0;
   for (; j + 4 <= length; j += 4) {
     const Q8* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
-    PrefetchAhead(rows[0] + kStreamAhead * stride, 4 * stride);
+    PrefetchRange(rows[0] + kStreamAhead * stride, 4 * stride);
     __m256 total[Q][4];
     for (int i = 0; i < Q; i++)
       for (int p = 0; p < 4; p++) total[i][p] = _mm256_setzero_ps();
@@ -470,7 +465,7 @@ AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* 
       for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
     for (int j = 0; j < length; j++) {
       const Q8* row = values + j * stride;
-      if (d0 == 0) PrefetchAhead(values + (j + kStreamAhead) * stride, stride);
+      if (d0 == 0) PrefetchRange(values + (j + kStreamAhead) * stride, stride);
       const float blockScale = _cvtsh_ss(BlockScaleBits(row, headDim, b));
       __m256 v[4];
       for (int k = 0; k < 4; k++) v[k] = Load8(row + d0 + 8 * k);
@@ -495,7 +490,7 @@ AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const Half* keys, int l
   int j = 0;
   for (; j + 4 <= length; j += 4) {
     const Half* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
-    PrefetchAhead(rows[0] + kStreamAhead * stride, 4 * stride * sizeof(Half));
+    PrefetchRange(rows[0] + kStreamAhead * stride, 4 * stride * sizeof(Half));
     __m256 acc[Q][4];
     for (int i = 0; i < Q; i++)
       for (int p = 0; p < 4; p++) acc[i][p] = _mm256_setzero_ps();
@@ -539,7 +534,7 @@ AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const H
       for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
     for (int j = 0; j < length; j++) {
       const Half* row = values + j * stride + d0;
-      if (d0 == 0) PrefetchAhead(values + (j + kStreamAhead) * stride, stride * sizeof(Half));
+      if (d0 == 0) PrefetchRange(values + (j + kStreamAhead) * stride, stride * sizeof(Half));
       __m256 v[4];
       for (int k = 0; k < 4; k++) v[k] = Load8(row + 8 * k);
       for (int i = 0; i < Q; i++) {
@@ -610,10 +605,6 @@ int ChunksOf(int length) { return (length + kPositionChunk - 1) / kPositionChunk
 // ~10% longer. The start is enough for it to take the stream over; prefetching whole items made
 // long rows slower.
 constexpr size_t kPrefetchBytes = 1024;
-inline void PrefetchStart(const void* data) {
-  const char* bytes = static_cast<const char*>(data);
-  for (size_t offset = 0; offset < kPrefetchBytes; offset += 64) __builtin_prefetch(bytes + offset, 0, 2);
-}
 
 // exp(scores - max) in place; returns their sum and sets *max.
 float SoftmaxNumerators(float* scores, int length, float* max, bool avx) {
@@ -853,8 +844,8 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
         const DecodeItem next = decodeItem(item + 1);
         const size_t at = (static_cast<size_t>(next.b) * s.kvHeads + next.g) * rowSpan +
                           static_cast<size_t>(next.c) * kPositionChunk * RowStride<T>(s.headDim);
-        PrefetchStart(keyCache + at);
-        PrefetchStart(valueCache + at);
+        PrefetchRange<2>(keyCache + at, kPrefetchBytes);
+        PrefetchRange<2>(valueCache + at, kPrefetchBytes);
       }
       const int length = past[b] + 1;
       if (c == chunks[b] - 1) cacheToken(b, 0, g);

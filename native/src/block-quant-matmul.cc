@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cpu-features.h"
+#include "prefetch.h"
 
 #ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
@@ -158,8 +159,7 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     if constexpr (R > 4) {
       // Past the tile's end this reaches into the next tile, the thread's next work item (a
       // prefetch past the weights' end is harmless).
-      const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBlocks * w.blockStride();
-      for (size_t offset = 0; offset < w.blockStride(); offset += 64) _mm_prefetch(ahead + offset, _MM_HINT_T0);
+      PrefetchRange(block + kPrefetchBlocks * w.blockStride(), w.blockStride());
     }
     __m512i quants[8];
     if constexpr (Bits == 4) {
@@ -272,8 +272,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   for (int b = 0; b < blocks; b++) {
     const uint8_t* block = w.block(tile, b);
     if (prefetch) {
-      const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBlocks * w.blockStride();
-      for (size_t offset = 0; offset < w.blockStride(); offset += 64) _mm_prefetch(ahead + offset, _MM_HINT_T0);
+      PrefetchRange(block + kPrefetchBlocks * w.blockStride(), w.blockStride());
     }
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
@@ -400,13 +399,15 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 
 void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRows& x) {
   const int blocks = k / kBlock;
+#ifdef ORTSERVE_X86_SIMD
+  const int kernel = gKernel.load(std::memory_order_relaxed);
+#endif
   for (int64_t r = from; r < to; r++)
     for (int b = 0; b < blocks; b++) {
       const float* src = in + r * k + b * kBlock;
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
 #ifdef ORTSERVE_X86_SIMD
-      const int kernel = gKernel.load(std::memory_order_relaxed);
       if (kernel == kAvx512Vnni)
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
       else if (kernel == kAvx2)
