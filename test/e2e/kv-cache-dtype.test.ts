@@ -72,10 +72,10 @@ describe.skipIf(!haveDefaultModel || !nativeSessions)("serve --kv-cache-dtype in
     const line = metrics.split("\n").find((l) => l.startsWith("ortserve_cache_config_info{"));
     expect(line).toContain('cache_dtype="int8"');
     expect(line).toContain(`bytes_per_token="${numLayers * 2 * numKvHeads * (headDim + headDim / 16)}"`);
-    // The q4 projections in ortserve's kernel where the CPU runs one, on its fastest instruction set
-    // unless ORTSERVE_BLOCK_QUANT_MATMUL names another.
-    const chosen = process.env.ORTSERVE_BLOCK_QUANT_MATMUL;
-    const kernel = chosen && chosen !== "1" ? chosen : nativeSessions!.blockQuantMatMulKernels[0];
+    // The q4 projections in ortserve's kernel where the CPU runs one: the one this process's native
+    // session picked from the same environment (the fastest, unless ORTSERVE_BLOCK_QUANT_MATMUL
+    // names another).
+    const kernel = nativeSessions!.blockQuantMatMulKernel();
     const runtime = metrics.split("\n").find((l) => l.startsWith("ortserve_runtime_info{"));
     expect(runtime).toContain('attention="ortserve"');
     if (nativeSessions!.blockQuantMatMul) {
