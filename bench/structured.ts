@@ -18,6 +18,7 @@ import type { StructuredConstraint } from "../src/core/structured/constraint-spe
 import { GrammarBackend } from "../src/core/structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../src/core/structured/vocabulary.ts";
 import { Engine } from "../src/engine/engine.ts";
+import { ApiError } from "../src/errors.ts";
 import { modelsDir } from "../src/util/paths.ts";
 import { percentile } from "./stats.ts";
 
@@ -132,6 +133,7 @@ let outputsRun = 0;
 let outputsStopped = 0;
 let outputsValid = 0;
 const invalidOutputs: string[] = [];
+const refusedOutputs: string[] = [];
 if (outputsWanted > 0) {
   const engine = await Engine.open({ workers: 1, threads: 2 });
   try {
@@ -144,22 +146,31 @@ if (outputsWanted > 0) {
       } catch {
         continue;
       }
-      const out = await engine.generate({
-        model: MODEL,
-        prompt: {
-          messages: [
-            {
-              role: "user",
-              content: `Give a JSON value for this JSON Schema:\n${JSON.stringify(a.schema).slice(0, 2000)}`,
-            },
-          ],
-        },
-        params: {
-          maxTokens,
-          constraint: { ...a.constraint, anyWhitespace: false },
-          sampling: { temperature: 1, seed: BigInt(i + 1) },
-        },
-      });
+      // A request the engine refuses (e.g. a schema whose compile outruns the server's budget on
+      // a slow machine) is counted and named, not the end of the run.
+      let out: Awaited<ReturnType<typeof engine.generate>>;
+      try {
+        out = await engine.generate({
+          model: MODEL,
+          prompt: {
+            messages: [
+              {
+                role: "user",
+                content: `Give a JSON value for this JSON Schema:\n${JSON.stringify(a.schema).slice(0, 2000)}`,
+              },
+            ],
+          },
+          params: {
+            maxTokens,
+            constraint: { ...a.constraint, anyWhitespace: false },
+            sampling: { temperature: 1, seed: BigInt(i + 1) },
+          },
+        });
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.status !== 400) throw err;
+        refusedOutputs.push(`${a.name}: ${err.message}`);
+        continue;
+      }
       const c = out.choices[0]!;
       outputsRun++;
       if (c.finishReason !== "stop") continue;
@@ -206,13 +217,17 @@ const report = {
   validMaskedOut: validMasked,
   invalidInstances,
   invalidWronglyAccepted: wronglyAccepted.length,
-  outputs: { run: outputsRun, finished: outputsStopped, valid: outputsValid },
+  outputs: { run: outputsRun, finished: outputsStopped, valid: outputsValid, refused: refusedOutputs.length },
   matcherSeconds,
 };
 console.log(JSON.stringify(report, null, 2));
 for (const w of wronglyAccepted) console.log(`WRONGLY ACCEPTED ${w}`);
 for (const e of backendErrors) console.log(`BACKEND ERROR ${e}`);
 for (const o of invalidOutputs) console.log(`INVALID OUTPUT ${o}`);
+for (const o of refusedOutputs) console.log(`REFUSED OUTPUT ${o}`);
 const json = arg("--json", "");
 if (json)
-  writeFileSync(json, JSON.stringify({ ...report, wronglyAccepted, backendErrors, invalidOutputs }, null, 2));
+  writeFileSync(
+    json,
+    JSON.stringify({ ...report, wronglyAccepted, backendErrors, invalidOutputs, refusedOutputs }, null, 2),
+  );
