@@ -387,12 +387,24 @@ AVX2_FMA_FN void AccumulateValuesAvx2(const float* weights, const T* values, int
   }
 }
 
-// Positions ahead of the ones being scored or summed that the multi-query kernels (below) fetch.
-// Making one pass over a tile for several queries, instead of one pass each, leaves less
-// arithmetic to hide the stream's misses behind. One thread, caches cold, a C++ harness: a decode
-// layer at 1,584 positions (float16) took ~10% less time than the per-query kernels with this
-// prefetch and ~10% more without it; the 8-bit kernels gained 6-12% from it.
-constexpr int kStreamAhead = 8;
+// Positions ahead of the ones being scored or summed that the multi-query kernels (below) fetch,
+// into L2, never past the positions the queries read (`reach`, counted from the kernel's first
+// row). Making one pass over a tile for several queries, instead of one pass each, leaves less
+// arithmetic to hide the stream's misses behind, and a cold cache arrives from memory slower
+// than the kernels consume it. A C++ harness (30 layers' caches, each layer after 3.8 MB of other
+// reads, as a decode step meets them; 2 threads taking items as ONNX Runtime's pool does):
+// float16, 1 x 1,584 positions 57-77 -> 53-68 µs a layer, 16 x 130 99-123 -> 87-107, 1 x 100
+// 12.5-13.2 -> 11.1-11.5, and one thread 6-13% less; the 8-bit cache, bound by its arithmetic,
+// the same either way. 8 positions into L1 (before), 24, 40, 48, 64 and 96 positions, and 64 into
+// L1, were measured too: 32 and 40 into L2 were the best.
+constexpr int kStreamAhead = 32;
+// Prefetches rows [kStreamAhead, kStreamAhead + count) after `row` (`stride` elements apart),
+// those below `reach`.
+template <typename T>
+inline void PrefetchAhead(const T* row, int count, int reach, size_t stride) {
+  const int n = std::min(count, reach - kStreamAhead);
+  if (n > 0) PrefetchRange<2>(row + kStreamAhead * stride, n * stride * sizeof(T));
+}
 
 // The AVX2 kernels' instructions with AVX-512VL's 32 ymm registers.
 #define AVX2_WIDE_FN __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
@@ -401,7 +413,7 @@ constexpr int kStreamAhead = 8;
 // key is converted once for all Q queries, each query's products summed per block and the sum
 // times the block's scale added to the score (no float tile written and read back).
 template <int Q>
-AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length, int headDim, float scale,
+AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length, int reach, int headDim, float scale,
                                float* const* scores) {
   const size_t stride = RowStride<Q8>(headDim);
   const int block = Int8Block(headDim);
@@ -410,7 +422,7 @@ AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length
   int j = 0;
   for (; j + 4 <= length; j += 4) {
     const Q8* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
-    PrefetchRange(rows[0] + kStreamAhead * stride, 4 * stride);
+    PrefetchAhead(rows[0], 4, reach - j, stride);
     __m256 total[Q][4];
     for (int i = 0; i < Q; i++)
       for (int p = 0; p < 4; p++) total[i][p] = _mm256_setzero_ps();
@@ -455,8 +467,8 @@ AVX2_WIDE_FN void ScoresQ8Avx2(const float* const* q, const Q8* keys, int length
 // AccumulateValuesAvx2 for Q queries over 8-bit cache rows (blocks of 32), straight from the
 // bytes: each value converted once for all Q queries, its block's scale folded into each weight.
 template <int Q>
-AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* values, int length, int headDim,
-                                         float* const* out) {
+AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* values, int length, int reach,
+                                         int headDim, float* const* out) {
   const size_t stride = RowStride<Q8>(headDim);
   for (int d0 = 0; d0 < headDim; d0 += 32) {
     const int b = d0 / 32;
@@ -465,7 +477,7 @@ AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* 
       for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
     for (int j = 0; j < length; j++) {
       const Q8* row = values + j * stride;
-      if (d0 == 0) PrefetchRange(values + (j + kStreamAhead) * stride, stride);
+      if (d0 == 0) PrefetchAhead(row, 1, reach - j, stride);
       const float blockScale = _cvtsh_ss(BlockScaleBits(row, headDim, b));
       __m256 v[4];
       for (int k = 0; k < 4; k++) v[k] = Load8(row + d0 + 8 * k);
@@ -483,14 +495,14 @@ AVX2_WIDE_FN void AccumulateValuesQ8Avx2(const float* const* weights, const Q8* 
 // queries. Each query's sums run exactly as in ScoresAvx2 (same chains, same order), so its
 // scores are the same floats whichever queries share its pass.
 template <int Q>
-AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const Half* keys, int length, int headDim, float scale,
-                                  float* const* scores) {
+AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const Half* keys, int length, int reach, int headDim,
+                                  float scale, float* const* scores) {
   const size_t stride = RowStride<Half>(headDim);
   const __m128 scale4 = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= length; j += 4) {
     const Half* rows[4] = {keys + j * stride, keys + (j + 1) * stride, keys + (j + 2) * stride, keys + (j + 3) * stride};
-    PrefetchRange(rows[0] + kStreamAhead * stride, 4 * stride * sizeof(Half));
+    PrefetchAhead(rows[0], 4, reach - j, stride);
     __m256 acc[Q][4];
     for (int i = 0; i < Q; i++)
       for (int p = 0; p < 4; p++) acc[i][p] = _mm256_setzero_ps();
@@ -524,8 +536,8 @@ AVX2_WIDE_FN void ScoresMultiAvx2(const float* const* q, const Half* keys, int l
 // all Q queries, 32 dimensions a pass. Each accumulator sums its positions in the same order as
 // AccumulateValuesAvx2, so the sums are the same floats.
 template <int Q>
-AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const Half* values, int length, int headDim,
-                                            float* const* out) {
+AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const Half* values, int length, int reach,
+                                            int headDim, float* const* out) {
   const size_t stride = RowStride<Half>(headDim);
   int d0 = 0;
   for (; d0 + 32 <= headDim; d0 += 32) {
@@ -534,7 +546,7 @@ AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const H
       for (int k = 0; k < 4; k++) acc[i][k] = _mm256_loadu_ps(out[i] + d0 + 8 * k);
     for (int j = 0; j < length; j++) {
       const Half* row = values + j * stride + d0;
-      if (d0 == 0) PrefetchRange(values + (j + kStreamAhead) * stride, stride * sizeof(Half));
+      if (d0 == 0) PrefetchAhead(values + j * stride, 1, reach - j, stride);
       __m256 v[4];
       for (int k = 0; k < 4; k++) v[k] = Load8(row + 8 * k);
       for (int i = 0; i < Q; i++) {
@@ -556,33 +568,34 @@ AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const H
   }
 }
 
-// The multi-query kernels for 1 to kHeadsPerPass queries, by the cache's element type.
-void ScoresMultiQuery(int count, const float* const* q, const Half* keys, int length, int headDim, float scale,
-                      float* const* scores) {
-  if (count == 3) return ScoresMultiAvx2<3>(q, keys, length, headDim, scale, scores);
-  if (count == 2) return ScoresMultiAvx2<2>(q, keys, length, headDim, scale, scores);
-  ScoresMultiAvx2<1>(q, keys, length, headDim, scale, scores);
+// The multi-query kernels for 1 to kHeadsPerPass queries, by the cache's element type: `length`
+// positions from `keys` (or `values`), and the stream prefetched up to `reach` positions from it.
+void ScoresMultiQuery(int count, const float* const* q, const Half* keys, int length, int reach, int headDim,
+                      float scale, float* const* scores) {
+  if (count == 3) return ScoresMultiAvx2<3>(q, keys, length, reach, headDim, scale, scores);
+  if (count == 2) return ScoresMultiAvx2<2>(q, keys, length, reach, headDim, scale, scores);
+  ScoresMultiAvx2<1>(q, keys, length, reach, headDim, scale, scores);
 }
 
-void ScoresMultiQuery(int count, const float* const* q, const Q8* keys, int length, int headDim, float scale,
-                      float* const* scores) {
-  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, headDim, scale, scores);
-  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, headDim, scale, scores);
-  ScoresQ8Avx2<1>(q, keys, length, headDim, scale, scores);
+void ScoresMultiQuery(int count, const float* const* q, const Q8* keys, int length, int reach, int headDim,
+                      float scale, float* const* scores) {
+  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, reach, headDim, scale, scores);
+  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, reach, headDim, scale, scores);
+  ScoresQ8Avx2<1>(q, keys, length, reach, headDim, scale, scores);
 }
 
-void AccumulateValuesMultiQuery(int count, const float* const* weights, const Half* values, int length, int headDim,
-                                float* const* out) {
-  if (count == 3) return AccumulateValuesMultiAvx2<3>(weights, values, length, headDim, out);
-  if (count == 2) return AccumulateValuesMultiAvx2<2>(weights, values, length, headDim, out);
-  AccumulateValuesMultiAvx2<1>(weights, values, length, headDim, out);
+void AccumulateValuesMultiQuery(int count, const float* const* weights, const Half* values, int length, int reach,
+                                int headDim, float* const* out) {
+  if (count == 3) return AccumulateValuesMultiAvx2<3>(weights, values, length, reach, headDim, out);
+  if (count == 2) return AccumulateValuesMultiAvx2<2>(weights, values, length, reach, headDim, out);
+  AccumulateValuesMultiAvx2<1>(weights, values, length, reach, headDim, out);
 }
 
-void AccumulateValuesMultiQuery(int count, const float* const* weights, const Q8* values, int length, int headDim,
-                                float* const* out) {
-  if (count == 3) return AccumulateValuesQ8Avx2<3>(weights, values, length, headDim, out);
-  if (count == 2) return AccumulateValuesQ8Avx2<2>(weights, values, length, headDim, out);
-  AccumulateValuesQ8Avx2<1>(weights, values, length, headDim, out);
+void AccumulateValuesMultiQuery(int count, const float* const* weights, const Q8* values, int length, int reach,
+                                int headDim, float* const* out) {
+  if (count == 3) return AccumulateValuesQ8Avx2<3>(weights, values, length, reach, headDim, out);
+  if (count == 2) return AccumulateValuesQ8Avx2<2>(weights, values, length, reach, headDim, out);
+  AccumulateValuesQ8Avx2<1>(weights, values, length, reach, headDim, out);
 }
 #endif
 
@@ -671,6 +684,9 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
 #ifdef ORTSERVE_X86_SIMD
   multiQuery = !std::is_same_v<T, float> && avx && gAvx512Vl && (std::is_same_v<T, Half> || headDim % 32 == 0);
 #endif
+  // Where the queries' reads end: the kernels prefetch no further.
+  int readEnd = 0;
+  for (int i = 0; i < count; i++) readEnd = std::max(readEnd, lengths[i]);
   auto forEachRun = [&](auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile) {
       auto reach = [&](int i) { return std::min({lengths[i], end, j0 + kPositionTile}) - j0; };
@@ -689,7 +705,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
       forEachRun([&](int i, int r, int j0, int n) {
         float* rows[kHeadsPerPass];
         for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
-        ScoresMultiQuery(r, queries + i, keys + j0 * stride, n, headDim, scale, rows);
+        ScoresMultiQuery(r, queries + i, keys + j0 * stride, n, readEnd - j0, headDim, scale, rows);
       });
 #endif
   } else {
@@ -718,7 +734,7 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
           weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
           sums[k] = partials[i + k] + 2;
         }
-        AccumulateValuesMultiQuery(r, weights, values + j0 * stride, n, headDim, sums);
+        AccumulateValuesMultiQuery(r, weights, values + j0 * stride, n, readEnd - j0, headDim, sums);
       });
 #endif
     return;
