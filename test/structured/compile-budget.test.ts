@@ -44,6 +44,24 @@ describe.skipIf(!hasModel("q4"))("grammar compile budget", () => {
     }
   });
 
+  it("checks add nothing that piles up on the pool (no MaxListenersExceededWarning after many)", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    const budget = new CompileBudget(vocab(), 10_000);
+    try {
+      // Node warns once an emitter holds more than 10 listeners for one event.
+      for (let i = 0; i < 12; i++) await budget.check(QUICK, `quick-${i}`);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning").map((w) => w.message)).toEqual(
+        [],
+      );
+    } finally {
+      process.off("warning", onWarning);
+      await budget.close();
+    }
+  });
+
   it("the backend refuses an overrun before compiling it on its own thread", async () => {
     const backend = new GrammarBackend(vocab(), { compileTimeoutMs: 300 });
     try {

@@ -40,7 +40,8 @@ export class CompileBudget {
 
   /** The thread is started on the first constraint: most engines never see one. */
   private threads(): Piscina {
-    this.pool ??= new Piscina({
+    if (this.pool) return this.pool;
+    this.pool = new Piscina({
       filename: new URL(WORKER_FILE, import.meta.url).href,
       workerData: this.vocab,
       minThreads: 1,
@@ -49,7 +50,8 @@ export class CompileBudget {
       maxQueue: Number.POSITIVE_INFINITY,
       ...BUDGETED_POOL_OPTIONS,
     });
-    // A thread ended by the budget takes its task with it, and that task's caller is told.
+    // A thread ended by the budget takes its task with it, and that task's caller is told. One
+    // listener for the pool's life: added per check, they piled up (one per structured request).
     this.pool.on("error", () => {});
     return this.pool;
   }
