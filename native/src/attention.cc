@@ -568,34 +568,44 @@ AVX2_WIDE_FN void AccumulateValuesMultiAvx2(const float* const* weights, const H
   }
 }
 
+// The kernels take their query count as a template argument (their accumulators stay in
+// registers): fn(std::integral_constant<int, count>) for a count of 1 to kHeadsPerPass.
+static_assert(kHeadsPerPass == 3, "ForQueryCount covers counts 1 to 3");
+template <typename Fn>
+inline void ForQueryCount(int count, Fn&& fn) {
+  if (count == 3) return fn(std::integral_constant<int, 3>{});
+  if (count == 2) return fn(std::integral_constant<int, 2>{});
+  fn(std::integral_constant<int, 1>{});
+}
+
 // The multi-query kernels for 1 to kHeadsPerPass queries, by the cache's element type: `length`
 // positions from `keys` (or `values`), and the stream prefetched up to `reach` positions from it.
 void ScoresMultiQuery(int count, const float* const* q, const Half* keys, int length, int reach, int headDim,
                       float scale, float* const* scores) {
-  if (count == 3) return ScoresMultiAvx2<3>(q, keys, length, reach, headDim, scale, scores);
-  if (count == 2) return ScoresMultiAvx2<2>(q, keys, length, reach, headDim, scale, scores);
-  ScoresMultiAvx2<1>(q, keys, length, reach, headDim, scale, scores);
+  ForQueryCount(count, [&](auto n) {
+    ScoresMultiAvx2<decltype(n)::value>(q, keys, length, reach, headDim, scale, scores);
+  });
 }
 
 void ScoresMultiQuery(int count, const float* const* q, const Q8* keys, int length, int reach, int headDim,
                       float scale, float* const* scores) {
-  if (count == 3) return ScoresQ8Avx2<3>(q, keys, length, reach, headDim, scale, scores);
-  if (count == 2) return ScoresQ8Avx2<2>(q, keys, length, reach, headDim, scale, scores);
-  ScoresQ8Avx2<1>(q, keys, length, reach, headDim, scale, scores);
+  ForQueryCount(count, [&](auto n) {
+    ScoresQ8Avx2<decltype(n)::value>(q, keys, length, reach, headDim, scale, scores);
+  });
 }
 
 void AccumulateValuesMultiQuery(int count, const float* const* weights, const Half* values, int length, int reach,
                                 int headDim, float* const* out) {
-  if (count == 3) return AccumulateValuesMultiAvx2<3>(weights, values, length, reach, headDim, out);
-  if (count == 2) return AccumulateValuesMultiAvx2<2>(weights, values, length, reach, headDim, out);
-  AccumulateValuesMultiAvx2<1>(weights, values, length, reach, headDim, out);
+  ForQueryCount(count, [&](auto n) {
+    AccumulateValuesMultiAvx2<decltype(n)::value>(weights, values, length, reach, headDim, out);
+  });
 }
 
 void AccumulateValuesMultiQuery(int count, const float* const* weights, const Q8* values, int length, int reach,
                                 int headDim, float* const* out) {
-  if (count == 3) return AccumulateValuesQ8Avx2<3>(weights, values, length, reach, headDim, out);
-  if (count == 2) return AccumulateValuesQ8Avx2<2>(weights, values, length, reach, headDim, out);
-  AccumulateValuesQ8Avx2<1>(weights, values, length, reach, headDim, out);
+  ForQueryCount(count, [&](auto n) {
+    AccumulateValuesQ8Avx2<decltype(n)::value>(weights, values, length, reach, headDim, out);
+  });
 }
 #endif
 
