@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cpu-features.h"
+#include "half-float.h"
 #include "prefetch.h"
 
 #ifdef ORTSERVE_X86_SIMD
@@ -46,7 +47,7 @@ inline void CpuRelax() {
 }
 
 const bool gAvx512Vnni = Cpu().avx512Vnni;
-const bool gAvx2 = Cpu().avx2 && Cpu().fma;
+const bool gAvx2 = Cpu().avx2 && Cpu().fma && Cpu().f16c;
 
 // The kernels, fastest last. Every one gives the same floats: the integer dot products are exact
 // and the float epilogue runs in the same order.
@@ -123,6 +124,13 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) 
 #ifdef ORTSERVE_X86_SIMD
 #define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
+// A block's 16 scales or offsets as floats, from float or half storage.
+template <bool Half>
+ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* p) {
+  if constexpr (Half) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_load_ps(reinterpret_cast<const float*>(p));
+}
+
 ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum) {
   const __m512 a = _mm512_loadu_ps(x);
   const __m512 b = _mm512_loadu_ps(x + 16);
@@ -147,19 +155,21 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
 constexpr int kPrefetchBlocks = 8;
 
 // Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
-template <int R, int Bits, bool Offsets>
+template <int R, int Bits, bool Offsets, bool Half>
 ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                      float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
+  constexpr BlockLayout kLayout(Bits, Offsets, Half);
+  const uint8_t* tileData = w.tile(tile);
   const __m512i lowNibbles = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   for (int b = 0; b < blocks; b++) {
-    const uint8_t* block = w.block(tile, b);
+    const uint8_t* block = tileData + kLayout.Quants(b);
     if constexpr (R > 4) {
       // Past the tile's end this reaches into the next tile, the thread's next work item (a
       // prefetch past the weights' end is harmless).
-      PrefetchRange(block + kPrefetchBlocks * w.blockStride(), w.blockStride());
+      PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
     }
     __m512i quants[8];
     if constexpr (Bits == 4) {
@@ -171,10 +181,10 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     } else {
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
     }
-    const __m512 scales = _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64));
+    const uint8_t* columnMeta = tileData + kLayout.Scales(b);
+    const __m512 scales = LoadMeta16<Half>(columnMeta);
     // Unused (and never loaded) without offsets.
-    const __m512 offsets =
-        Offsets ? _mm512_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64)) : _mm512_setzero_ps();
+    const __m512 offsets = Offsets ? LoadMeta16<Half>(columnMeta + kLayout.metaBytes) : _mm512_setzero_ps();
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock);
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + R * kBlock);
@@ -200,23 +210,23 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
   for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(dst + r * stride, mask, acc[r]);
 }
 
-template <int Bits, bool Offsets>
+template <int Bits, bool Offsets, bool Half>
 void TileRowsAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                     float* dst, int64_t stride, int count) {
   switch (rows) {
-    case 1: return TileAvx512<1, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 2: return TileAvx512<2, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 3: return TileAvx512<3, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 4: return TileAvx512<4, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 5: return TileAvx512<5, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 6: return TileAvx512<6, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    case 7: return TileAvx512<7, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
-    default: return TileAvx512<8, Bits, Offsets>(w, tile, x, row0, dst, stride, count);
+    case 1: return TileAvx512<1, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 2: return TileAvx512<2, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 3: return TileAvx512<3, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 4: return TileAvx512<4, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 5: return TileAvx512<5, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 6: return TileAvx512<6, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 7: return TileAvx512<7, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    default: return TileAvx512<8, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
   }
 }
 
 // ---- AVX2 (CPUs without AVX-512 VNNI) ----
-#define ORTSERVE_AVX2_FMA __attribute__((target("avx2,fma")))
+#define ORTSERVE_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
 
 // QuantizeBlockAvx512 at AVX2 width: the same rounding, clamp and sums.
 ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale, int32_t* sum) {
@@ -250,13 +260,20 @@ ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale
   *sum = _mm_cvtsi128_si32(t);
 }
 
+// Eight of a block's scales or offsets (h: which eight) as floats, from float or half storage.
+template <bool Half>
+ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* p, int h) {
+  if constexpr (Half) return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p) + h));
+  return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
+}
+
 // Rows [first, first + R) of the row group at row0, the tile's 16 columns as two halves of 8.
 // Without VPDPBUSD, VPMADDUBSW multiplies a lane's unsigned quants by the row's 4 signed inputs
 // and adds them in pairs into 16 bits; a block's 8 groups are summed there too (a 4-bit quant
 // times an input is at most 15 x 127, so 16 of them stay below 2^15), and VPMADDWD then adds
 // the pairs into the lane's 32-bit dot product. 8-bit quants go in as their two nibbles, the
 // high one's sum times 16: a whole byte times an input would overflow the pairs' 16 bits.
-template <int R, int Bits, bool Offsets>
+template <int R, int Bits, bool Offsets, bool Half>
 ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                 int first, int groupRows, float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
@@ -264,15 +281,17 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   // cold: its first pass fetches them kPrefetchBlocks ahead (one projection, 16 rows, one
   // thread, in a C++ harness: 409–414 -> 373–375 µs).
   const bool prefetch = groupRows > 4 && first == 0;
+  constexpr BlockLayout kLayout(Bits, Offsets, Half);
+  const uint8_t* tileData = w.tile(tile);
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][kTile];
   for (int r = 0; r < R; r++)
     for (int c = 0; c < kTile; c++) acc[r][c] = 0.0f;
   for (int b = 0; b < blocks; b++) {
-    const uint8_t* block = w.block(tile, b);
+    const uint8_t* block = tileData + kLayout.Quants(b);
     if (prefetch) {
-      PrefetchRange(block + kPrefetchBlocks * w.blockStride(), w.blockStride());
+      PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
     }
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
@@ -305,10 +324,10 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
             dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_slli_epi32(sums, 4));
         }
     }
+    const uint8_t* columnMeta = tileData + kLayout.Scales(b);
     for (int h = 0; h < 2; h++) {
-      const __m256 scales = _mm256_load_ps(reinterpret_cast<const float*>(block + Bits * 64) + 8 * h);
-      const __m256 offsets = Offsets ? _mm256_load_ps(reinterpret_cast<const float*>(block + Bits * 64 + 64) + 8 * h)
-                                     : _mm256_setzero_ps();
+      const __m256 scales = LoadMeta8<Half>(columnMeta, h);
+      const __m256 offsets = Offsets ? LoadMeta8<Half>(columnMeta + kLayout.metaBytes, h) : _mm256_setzero_ps();
       for (int r = 0; r < R; r++) {
         __m256 a = _mm256_load_ps(acc[r] + 8 * h);
         a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h]), _mm256_mul_ps(scales, _mm256_set1_ps(meta[r].scale)), a);
@@ -321,15 +340,15 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
 }
 
 // A row group (up to 8 rows) in passes of up to 4: AVX2's 16 registers hold 4 rows' sums.
-template <int Bits, bool Offsets>
+template <int Bits, bool Offsets, bool Half>
 void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                   float* dst, int64_t stride, int count) {
   for (int first = 0; first < rows; first += 4) {
     switch (std::min(4, rows - first)) {
-      case 1: TileAvx2<1, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 2: TileAvx2<2, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 3: TileAvx2<3, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      default: TileAvx2<4, Bits, Offsets>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 1: TileAvx2<1, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 2: TileAvx2<2, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 3: TileAvx2<3, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      default: TileAvx2<4, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
     }
   }
 }
@@ -341,6 +360,18 @@ int QuantAt(const uint8_t* block, int bits, int lane, int j) {
   const int within = j % 8;
   const uint8_t byte = block[64 * (j / 8) + 4 * lane + within % 4];
   return within < 4 ? (byte & 15) : (byte >> 4);
+}
+
+// Lane `lane`'s scale or offset of a block, from float or half storage.
+float MetaAt(const PackedBlockQuantWeight& w, const uint8_t* meta, int lane) {
+  if (w.halfMeta()) {
+    uint16_t bits;
+    std::memcpy(&bits, meta + 2 * lane, 2);
+    return HalfToFloat(bits);
+  }
+  float value;
+  std::memcpy(&value, meta + 4 * lane, 4);
+  return value;
 }
 
 void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
@@ -355,10 +386,10 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
         const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
         int32_t dot = w.bits() == 4 ? meta.start4 : meta.start8;
         for (int j = 0; j < kBlock; j++) dot += QuantAt(block, w.bits(), lane, j) * xq[j];
-        const float scale = reinterpret_cast<const float*>(block + w.quantBytes())[lane];
+        const float scale = MetaAt(w, w.scales(tile, b), lane);
         acc = std::fma(static_cast<float>(dot), scale * meta.scale, acc);
         if (w.hasOffsets()) {
-          const float offset = reinterpret_cast<const float*>(block + w.quantBytes() + 64)[lane];
+          const float offset = MetaAt(w, w.offsets(tile, b), lane);
           acc = std::fma(offset, meta.scaledSum, acc);
         }
       }
@@ -366,15 +397,18 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
     }
 }
 
-// fn(bits, offsets) with the weights' kind as compile-time constants (std::integral_constant), so
-// a kernel's template is instantiated for each kind once.
+// fn(bits, offsets, half) with the weights' kind as compile-time constants
+// (std::integral_constant), so a kernel's template is instantiated for each kind once.
 template <typename Fn>
 void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
+  auto withHalf = [&](auto bits, auto offsets) {
+    return w.halfMeta() ? fn(bits, offsets, std::true_type{}) : fn(bits, offsets, std::false_type{});
+  };
   using Four = std::integral_constant<int, 4>;
   using Eight = std::integral_constant<int, 8>;
   if (w.bits() == 4)
-    return w.hasOffsets() ? fn(Four{}, std::true_type{}) : fn(Four{}, std::false_type{});
-  return w.hasOffsets() ? fn(Eight{}, std::true_type{}) : fn(Eight{}, std::false_type{});
+    return w.hasOffsets() ? withHalf(Four{}, std::true_type{}) : withHalf(Four{}, std::false_type{});
+  return w.hasOffsets() ? withHalf(Eight{}, std::true_type{}) : withHalf(Eight{}, std::false_type{});
 }
 
 // Rows [row0, row0 + rows) (at most kRowGroup) of the tile's columns to dst, rows `stride` apart.
@@ -384,12 +418,12 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 #ifdef ORTSERVE_X86_SIMD
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
-      return WithKind(w, [&](auto bits, auto offsets) {
-        TileRowsAvx512<bits(), offsets()>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets, auto half) {
+        TileRowsAvx512<bits(), offsets(), half()>(w, tile, x, row0, rows, dst, stride, count);
       });
     case kAvx2:
-      return WithKind(w, [&](auto bits, auto offsets) {
-        TileRowsAvx2<bits(), offsets()>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets, auto half) {
+        TileRowsAvx2<bits(), offsets(), half()>(w, tile, x, row0, rows, dst, stride, count);
       });
     default: break;
   }
@@ -423,7 +457,14 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
 
 }  // namespace
 
+namespace {
+// Bytes this thread has packed (BytesPackedOnThisThread).
+thread_local size_t tPackedBytes = 0;
+}  // namespace
+
 PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }
+
+size_t BytesPackedOnThisThread() { return tPackedBytes; }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
                                          int k, int bits) {
@@ -434,14 +475,30 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   k_ = k;
   bits_ = bits;
   hasOffsets_ = offsets != nullptr;
-  const size_t bytes = static_cast<size_t>(tiles()) * blocks() * blockStride();
-  data_ = static_cast<uint8_t*>(AllocateWeights(bytes));
+  // Half metadata only when it reads back as the same floats: the kernels' results are then the
+  // float layout's, bit for bit.
+  halfMeta_ = true;
+  for (int64_t i = 0; i < static_cast<int64_t>(n) * blocks() && halfMeta_; i++)
+    halfMeta_ = IsExactHalf(scales[i]) && (offsets == nullptr || IsExactHalf(offsets[i]));
+  layout_ = BlockLayout(bits, hasOffsets_, halfMeta_);
+  tileBytes_ = layout_.TileBytes(blocks());
+  data_ = static_cast<uint8_t*>(AllocateWeights(bytes()));
   if (data_ == nullptr) return "out of memory packing the weights";
+  tPackedBytes += bytes();
   const int blockBytes = kBlock * bits / 8;
+  auto storeMeta = [&](uint8_t* at, int lane, float value) {
+    if (halfMeta_) {
+      const uint16_t half = FloatToHalf(value);
+      std::memcpy(at + 2 * lane, &half, 2);
+    } else {
+      std::memcpy(at + 4 * lane, &value, 4);
+    }
+  };
   for (int t = 0; t < tiles(); t++)
     for (int b = 0; b < blocks(); b++) {
-      uint8_t* block = data_ + (static_cast<size_t>(t) * blocks() + b) * blockStride();
-      float* blockScales = reinterpret_cast<float*>(block + quantBytes());
+      uint8_t* tileData = data_ + static_cast<size_t>(t) * tileBytes_;
+      uint8_t* block = tileData + layout_.Quants(b);
+      uint8_t* columnMeta = tileData + layout_.Scales(b);
       for (int lane = 0; lane < kTile && t * kTile + lane < n; lane++) {
         const int64_t column = t * kTile + lane;
         const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
@@ -454,9 +511,9 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
             block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
           }
         }
-        blockScales[lane] = scales[column * blocks() + b];
+        storeMeta(columnMeta, lane, scales[column * blocks() + b]);
         if (offsets != nullptr)
-          reinterpret_cast<float*>(block + quantBytes() + 64)[lane] = offsets[static_cast<int64_t>(b) * n + column];
+          storeMeta(columnMeta + layout_.metaBytes, lane, offsets[static_cast<int64_t>(b) * n + column]);
       }
     }
   return nullptr;

@@ -25,6 +25,39 @@
 
 namespace ortserve {
 
+// Where a block's quants, scales and offsets sit within its tile, for one kind of weight (bits,
+// offsets, half or float metadata): constexpr, so a kernel built for one kind computes the
+// addresses with constants.
+struct BlockLayout {
+  size_t quantBytes;
+  // Bytes of one block's 16 scales, or of its 16 offsets.
+  size_t metaBytes;
+  // Blocks whose metadata sits together after their quants: 1 << groupShift.
+  int groupShift;
+  // Bytes of such a group.
+  size_t groupStride;
+
+  constexpr BlockLayout(int bits, bool offsets, bool half)
+      : quantBytes(static_cast<size_t>(bits) * 64),
+        metaBytes(half ? 32 : 64),
+        groupShift(half && !offsets ? 1 : 0),
+        groupStride((quantBytes + metaBytes * (offsets ? 2 : 1)) << groupShift) {}
+  constexpr size_t Quants(int b) const {
+    return static_cast<size_t>(b >> groupShift) * groupStride +
+           static_cast<size_t>(b & ((1 << groupShift) - 1)) * quantBytes;
+  }
+  // The block's 16 scales; its offsets follow, metaBytes on.
+  constexpr size_t Scales(int b) const {
+    return static_cast<size_t>(b >> groupShift) * groupStride + (quantBytes << groupShift) +
+           static_cast<size_t>(b & ((1 << groupShift) - 1)) * metaBytes;
+  }
+  constexpr size_t TileBytes(int blocks) const {
+    return static_cast<size_t>((blocks + (1 << groupShift) - 1) >> groupShift) * groupStride;
+  }
+  // Bytes from one block's quants to the next's, on average (how far ahead to prefetch).
+  constexpr size_t BlockStride() const { return groupStride >> groupShift; }
+};
+
 class PackedBlockQuantWeight {
  public:
   PackedBlockQuantWeight() = default;
@@ -43,15 +76,22 @@ class PackedBlockQuantWeight {
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
 
-  // Output tiles of 16 columns; for tile t and block b the block's quants for the tile's 16
-  // columns, then their 16 scales, then (with offsets) their 16 offsets.
+  // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
+  // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
+  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so:
+  // 20 and 34 bytes per 32 weights, as in the file, instead of 24 and 36 as float; a decode step
+  // reads every weight, so these bytes are its time), else as float. Without offsets, half
+  // metadata comes after each pair of blocks (32 + 32 bytes), so every block's quants stay
+  // 64-byte aligned.
   int tiles() const { return (n_ + 15) / 16; }
   int blocks() const { return k_ / 32; }
-  size_t quantBytes() const { return static_cast<size_t>(bits_) * 64; }
-  size_t blockStride() const { return quantBytes() + (hasOffsets_ ? 128 : 64); }
-  const uint8_t* block(int tile, int b) const {
-    return data_ + (static_cast<size_t>(tile) * blocks() + b) * blockStride();
-  }
+  bool halfMeta() const { return halfMeta_; }
+  // Packed bytes: what a decode step reads.
+  size_t bytes() const { return static_cast<size_t>(tiles()) * tileBytes_; }
+  const uint8_t* tile(int t) const { return data_ + static_cast<size_t>(t) * tileBytes_; }
+  const uint8_t* block(int t, int b) const { return tile(t) + layout_.Quants(b); }
+  const uint8_t* scales(int t, int b) const { return tile(t) + layout_.Scales(b); }
+  const uint8_t* offsets(int t, int b) const { return scales(t, b) + layout_.metaBytes; }
 
  private:
   uint8_t* data_ = nullptr;
@@ -59,7 +99,14 @@ class PackedBlockQuantWeight {
   int k_ = 0;
   int bits_ = 0;
   bool hasOffsets_ = false;
+  bool halfMeta_ = false;
+  BlockLayout layout_{4, false, false};
+  size_t tileBytes_ = 0;
 };
+
+// Bytes of weights packed on the calling thread so far (a session's kernels are made on the
+// thread that creates it: the difference across its creation is what its decode steps read).
+size_t BytesPackedOnThisThread();
 
 // Whether this CPU runs a vector kernel (AVX-512 VNNI, or AVX2 with FMA); otherwise a scalar loop
 // computes the same sums, for correctness, not speed.

@@ -672,6 +672,7 @@ class Session : public Napi::ObjectWrap<Session> {
     return DefineClass(env, "Session",
                        {InstanceAccessor<&Session::InputMetadata>("inputMetadata"),
                         InstanceAccessor<&Session::OutputMetadata>("outputMetadata"),
+                        InstanceAccessor<&Session::PackedWeightBytes>("packedWeightBytes"),
                         InstanceMethod<&Session::Run>("run"), InstanceMethod<&Session::Release>("release")});
   }
 
@@ -726,7 +727,9 @@ class Session : public Napi::ObjectWrap<Session> {
       else if (entry == "no-arena") error = failure(ort->DisableCpuMemArena(options));
       else error = "ORTSERVE_ORT_MEMORY: expected no-pattern or no-arena, got " + entry;
     }
+    const size_t packedBefore = ortserve::BytesPackedOnThisThread();
     if (error.empty()) error = failure(ort->CreateSession(ortEnv, path.c_str(), options, &session_));
+    packedWeightBytes_ = ortserve::BytesPackedOnThisThread() - packedBefore;
     ort->ReleaseSessionOptions(options);
     if (error.empty()) error = ReadMetadata();
     if (!error.empty()) {
@@ -842,6 +845,9 @@ class Session : public Napi::ObjectWrap<Session> {
 
   Napi::Value InputMetadata(const Napi::CallbackInfo& info) { return Describe(info.Env(), inputs_); }
   Napi::Value OutputMetadata(const Napi::CallbackInfo& info) { return Describe(info.Env(), outputs_); }
+  Napi::Value PackedWeightBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(packedWeightBytes_));
+  }
 
   // run(inputs: {name, type, data, dims}[], outputs: {name, type?, data?, dims?}[]): Promise<outputs>
   // An output with data is written in place and settles as undefined; one without data is
@@ -914,6 +920,8 @@ class Session : public Napi::ObjectWrap<Session> {
   }
 
   OrtSession* session_ = nullptr;
+  // Bytes of BlockQuantMatMul weights its kernels packed: what a decode step reads of them.
+  size_t packedWeightBytes_ = 0;
   // The binding kept across runs (mode 1 and 2 of run()), and the values bound in it by name.
   OrtIoBinding* kept_ = nullptr;
   std::unordered_map<std::string, OrtValue*> held_;

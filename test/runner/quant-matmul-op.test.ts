@@ -9,7 +9,8 @@
  * - the exact product of x and the dequantized weights: within the int8 activations' error;
  * - onnxruntime-node running the graph as written (MatMulNBits' own int8 path): ours is no
  *   further from the exact product than it is.
- * The kernel's portable loop gives the vector kernel's floats exactly.
+ * The kernel's portable loop gives the vector kernel's floats exactly. Scales and offsets that are
+ * all half values (GGUF's) are packed as half, and give the float-packed weights' floats exactly.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -45,13 +46,29 @@ function lcg(seed: number): () => number {
   };
 }
 
-function weight(bits: 4 | 8, withOffsets: boolean, n: number, seed: number): NBitsWeight {
+/** Random weights; with `half`, every scale and offset a binary16 value, as GGUF stores them. */
+function weight(bits: 4 | 8, withOffsets: boolean, n: number, seed: number, half: boolean): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (K / 32);
+  const round = half ? Math.f16round : (x: number) => x;
   const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () => Math.floor(next() * 256));
-  const scales = Float32Array.from({ length: blocks }, () => 0.01 + next() * 0.05);
-  const offsets = withOffsets ? Float32Array.from({ length: blocks }, () => (next() - 0.5) * 0.4) : undefined;
+  const scales = Float32Array.from({ length: blocks }, () => round(0.01 + next() * 0.05));
+  const offsets = withOffsets
+    ? Float32Array.from({ length: blocks }, () => round((next() - 0.5) * 0.4))
+    : undefined;
   return { bits, blockSize: 32, n, k: K, data, scales, offsets };
+}
+
+/**
+ * The bytes BlockQuantMatMul packs a weight into: per 16 columns and block of 32 inputs the quants,
+ * then 16 scales (and offsets), 2 bytes each when half, else 4; half scales without offsets go
+ * after pairs of blocks (64 bytes, keeping the quants 64-byte aligned).
+ */
+function packedBytes(w: NBitsWeight, half: boolean): number {
+  const blocks = K / 32;
+  const slots = half && !w.offsets ? 2 * Math.ceil(blocks / 2) : blocks;
+  const meta = (half ? 2 : 4) * 16 * (w.offsets ? 2 : 1);
+  return Math.ceil(w.n / 16) * slots * ((16 * 32 * w.bits) / 8 + meta);
 }
 
 /** Weight (column, input) as the converter means it: scale * (q - zero point) + offset. */
@@ -207,52 +224,68 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
     },
   ] as const;
   for (const [i, { name, bits, offsets, n, swiglu, op }] of cases.entries())
-    it(`replaces the converter's ${name} projection and computes it`, async () => {
-      const w = weight(bits, offsets, n, 11 + i);
-      const path = writeGraph(dir, `g${i}`, w, swiglu);
-      const finish = (y: Float32Array, rows: number) => (swiglu ? swiGlu(y, rows, n) : y);
-      const rewritten = withCachedAttention(readFileSync(path), { quantMatMul: true })!;
-      expect(describeModel(rewritten).nodes.map((n) => n.opType)).toEqual([op]);
-      const asWritten = await InferenceSession.create(path, { intraOpNumThreads: 2 });
-      const ours = nativeSessions!.create(path, {
-        intraOpThreads: 2,
-        interOpThreads: 1,
-        cachedAttention: true,
-      });
-      try {
-        // A decode step (inline), row groups of 8 with a remainder, a prefill chunk (threaded).
-        for (const rows of [1, 3, 13, 300]) {
-          const next = lcg(rows * 7 + i);
-          const x = Float32Array.from({ length: rows * K }, () => (next() - 0.5) * 4);
-          const feeds = { x: new Tensor("float32", x, [rows, K]) };
-          const got = (await ours.run(feeds)).y!;
-          expect(got.dims).toEqual([rows, swiglu ? n / 2 : n]);
-          const gotData = got.data as Float32Array;
-          expect(relativeGap(finish(int8Product(w, x, rows), rows), gotData)).toBeLessThan(1e-5);
-          const exact = finish(exactProduct(w, x, rows), rows);
-          const theirs = (await asWritten.run(feeds)).y!.data as Float32Array;
-          const ourError = relativeGap(exact, gotData);
-          expect(ourError).toBeLessThan(2e-2);
-          expect(ourError).toBeLessThanOrEqual(relativeGap(exact, theirs) * 1.5);
-          // Every kernel this CPU runs (AVX2 for CPUs without AVX-512 VNNI, the portable loop for
-          // those without either) adds in the same order: the same floats. The scalar loop is
-          // slow, so it takes the smaller cases only.
-          const best = nativeSessions!.blockQuantMatMulKernels[0]!;
-          for (const kernel of nativeSessions!.blockQuantMatMulKernels.slice(1)) {
-            if (kernel === "scalar" && rows > 13) continue;
-            expect(nativeSessions!.setBlockQuantMatMulKernel(kernel)).toBe(kernel);
-            try {
-              expect((await ours.run(feeds)).y!.data, kernel).toEqual(gotData);
-            } finally {
-              expect(nativeSessions!.setBlockQuantMatMulKernel(best)).toBe(best);
+    for (const half of [false, true])
+      it(`replaces the converter's ${name} projection and computes it (${half ? "half" : "float"} scales)`, async () => {
+        const w = weight(bits, offsets, n, 11 + i, half);
+        const path = writeGraph(dir, `g${i}`, w, swiglu);
+        const finish = (y: Float32Array, rows: number) => (swiglu ? swiGlu(y, rows, n) : y);
+        const rewritten = withCachedAttention(readFileSync(path), { quantMatMul: true })!;
+        expect(describeModel(rewritten).nodes.map((n) => n.opType)).toEqual([op]);
+        const asWritten = await InferenceSession.create(path, { intraOpNumThreads: 2 });
+        const open = (model: string) =>
+          nativeSessions!.create(model, { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true });
+        const ours = open(path);
+        expect(ours.packedWeightBytes).toBe(packedBytes(w, half));
+        // The same weights but column 0's first scale off the half grid: packed as float.
+        const floatScales = Float32Array.from(w.scales);
+        floatScales[0] = floatScales[0]! * (1 + 2 ** -11);
+        const floatPacked = { ...w, scales: floatScales };
+        const asFloat = half ? open(writeGraph(dir, `g${i}-float`, floatPacked, swiglu)) : undefined;
+        if (asFloat) expect(asFloat.packedWeightBytes).toBe(packedBytes(w, false));
+        try {
+          // A decode step (inline), row groups of 8 with a remainder, a prefill chunk (threaded).
+          for (const rows of [1, 3, 13, 300]) {
+            const next = lcg(rows * 7 + i);
+            const x = Float32Array.from({ length: rows * K }, () => (next() - 0.5) * 4);
+            const feeds = { x: new Tensor("float32", x, [rows, K]) };
+            const got = (await ours.run(feeds)).y!;
+            expect(got.dims).toEqual([rows, swiglu ? n / 2 : n]);
+            const gotData = got.data as Float32Array;
+            if (asFloat) {
+              // Every output but column 0 (the one whose scale differs) the same floats.
+              const floats = (await asFloat.run(feeds)).y!.data as Float32Array;
+              const width = swiglu ? n / 2 : n;
+              const others = (y: Float32Array) => y.filter((_, j) => j % width !== 0);
+              expect(others(floats)).toEqual(others(gotData));
+              const column0 = (y: Float32Array) => y.filter((_, j) => j % width === 0);
+              expect(column0(floats)).not.toEqual(column0(gotData));
+            }
+            expect(relativeGap(finish(int8Product(w, x, rows), rows), gotData)).toBeLessThan(1e-5);
+            const exact = finish(exactProduct(w, x, rows), rows);
+            const theirs = (await asWritten.run(feeds)).y!.data as Float32Array;
+            const ourError = relativeGap(exact, gotData);
+            expect(ourError).toBeLessThan(2e-2);
+            expect(ourError).toBeLessThanOrEqual(relativeGap(exact, theirs) * 1.5);
+            // Every kernel this CPU runs (AVX2 for CPUs without AVX-512 VNNI, the portable loop for
+            // those without either) adds in the same order: the same floats. The scalar loop is
+            // slow, so it takes the smaller cases only.
+            const best = nativeSessions!.blockQuantMatMulKernels[0]!;
+            for (const kernel of nativeSessions!.blockQuantMatMulKernels.slice(1)) {
+              if (kernel === "scalar" && rows > 13) continue;
+              expect(nativeSessions!.setBlockQuantMatMulKernel(kernel)).toBe(kernel);
+              try {
+                expect((await ours.run(feeds)).y!.data, kernel).toEqual(gotData);
+              } finally {
+                expect(nativeSessions!.setBlockQuantMatMulKernel(best)).toBe(best);
+              }
             }
           }
+        } finally {
+          await asWritten.release();
+          await ours.release();
+          await asFloat?.release();
         }
-      } finally {
-        await asWritten.release();
-        await ours.release();
-      }
-    });
+      });
 
   // ORTSERVE_BLOCK_QUANT_MATMUL names a kernel to run (measuring an older CPU's on a newer one);
   // a name this CPU does not run is said, not silently ignored.

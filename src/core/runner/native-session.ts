@@ -51,6 +51,8 @@ interface RawTensor {
 interface RawSession {
   readonly inputMetadata: RawMetadata[];
   readonly outputMetadata: RawMetadata[];
+  /** Bytes of BlockQuantMatMul weights the session's kernels packed. */
+  readonly packedWeightBytes: number;
   /**
    * Outputs given data are written in place and settle as undefined; the rest are copied out.
    * `mode`: 0 the run's own binding; 1 the session's kept binding, emptied first; 2 the kept
@@ -183,6 +185,11 @@ export class NativeDecoderSession implements InferenceSession {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly InferenceSession.ValueMetadata[];
   readonly outputMetadata: readonly InferenceSession.ValueMetadata[];
+  /**
+   * Bytes of the projections' weights as BlockQuantMatMul packed them (0 without it): what a
+   * decode step reads of them.
+   */
+  readonly packedWeightBytes: number;
   private readonly raw: RawSession;
   private readonly reuseLogits: boolean;
   /** With reuseLogits, where the logits go: each run's are a view valid until the next run. */
@@ -200,6 +207,7 @@ export class NativeDecoderSession implements InferenceSession {
     this.reuseLogits = reuseLogits;
     this.inputMetadata = metadata(raw.inputMetadata);
     this.outputMetadata = metadata(raw.outputMetadata);
+    this.packedWeightBytes = raw.packedWeightBytes;
     this.inputNames = this.inputMetadata.map((m) => m.name);
     this.outputNames = this.outputMetadata.map((m) => m.name);
     this.outputSet = new Set(this.outputNames);

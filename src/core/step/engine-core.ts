@@ -75,6 +75,8 @@ export interface EngineRuntime {
   attention: "ortserve" | "onnxruntime";
   projections: string;
   projectionKernel?: string;
+  /** With BlockQuantMatMul: the bytes its packed weights take, which every decode step reads. */
+  packedWeightBytes?: number;
 }
 
 /**

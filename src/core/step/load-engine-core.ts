@@ -46,6 +46,13 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
     },
-    { attention: kernel, projections, projectionKernel },
+    {
+      attention: kernel,
+      projections,
+      projectionKernel,
+      ...(session instanceof NativeDecoderSession && session.packedWeightBytes > 0
+        ? { packedWeightBytes: session.packedWeightBytes }
+        : {}),
+    },
   );
 }
