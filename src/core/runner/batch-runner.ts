@@ -8,6 +8,7 @@ import { TOKEN_ROWS } from "./attention-graph.ts";
 import { AttentionMask } from "./attention-mask.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
+import { NativeDecoderSession } from "./native-session.ts";
 
 export interface ForwardResult {
   /** Row-major logits: one row per kept position. */
@@ -82,18 +83,19 @@ export class BatchRunner implements ModelRunner {
     this.busy = true;
     try {
       this.kv.ensurePositions(Math.max(...validLengths));
-      const { feeds, fetches } = this.kv.bind(firstRow, rows);
-      const out = await this.session.run(
-        {
-          ...feeds,
-          input_ids: ids,
-          position_ids: positions,
-          attention_mask: mask.rows(validLengths, this.kv.capacity),
-          num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
-          ...(tokenRows ? { [TOKEN_ROWS]: tokenRows } : {}),
-        },
-        { ...fetches, logits: null },
-      );
+      const cache = this.kv.bind(firstRow, rows);
+      const step: Record<string, Tensor> = {
+        input_ids: ids,
+        position_ids: positions,
+        attention_mask: mask.rows(validLengths, this.kv.capacity),
+        num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
+        ...(tokenRows ? { [TOKEN_ROWS]: tokenRows } : {}),
+      };
+      // The native session keeps the cache bound across steps and needs only the step's entries.
+      const out =
+        this.session instanceof NativeDecoderSession
+          ? await this.session.runWithCache(step, { logits: null }, cache)
+          : await this.session.run({ ...cache.feeds, ...step }, { ...cache.fetches, logits: null });
       const logits = out.logits!;
       return { logits: logits.data as Float32Array, vocab: logits.dims[2]! };
     } finally {
