@@ -455,11 +455,9 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
     }
 }
 
-}  // namespace
-
-namespace {
 // Bytes this thread has packed (BytesPackedOnThisThread).
 thread_local size_t tPackedBytes = 0;
+
 }  // namespace
 
 PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }

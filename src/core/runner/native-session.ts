@@ -199,6 +199,14 @@ function sameNames(held: ReadonlyMap<string, unknown>, entries: readonly [string
   return held.size === entries.length && entries.every(([n]) => held.has(n));
 }
 
+/** The entries whose tensor is not the very object `bound` holds under its name. */
+function unbound(
+  bound: ReadonlyMap<string, WeakRef<Tensor>>,
+  entries: readonly [string, Tensor][],
+): [string, Tensor][] {
+  return entries.filter(([n, t]) => bound.get(n)!.deref() !== t);
+}
+
 /** A decoder session run through ONNX Runtime's C API with IoBinding (see the module comment). */
 export class NativeDecoderSession implements InferenceSession {
   readonly inputNames: readonly string[];
@@ -377,8 +385,8 @@ export class NativeDecoderSession implements InferenceSession {
         const outputs = fetched as [string, Tensor][];
         await this.runBinding(
           held,
-          Object.entries(feeds).filter(([n, t]) => held.inputs.get(n)!.deref() !== t),
-          outputs.filter(([n, t]) => held.outputs.get(n)!.deref() !== t),
+          unbound(held.inputs, Object.entries(feeds)),
+          unbound(held.outputs, outputs),
           true,
         );
         return given;
@@ -423,8 +431,8 @@ export class NativeDecoderSession implements InferenceSession {
     kept.step = step;
     await this.runBinding(
       kept,
-      update ? given.filter(([n, t]) => kept.inputs.get(n)!.deref() !== t) : given,
-      update ? fetched.filter(([n, t]) => kept.outputs.get(n)!.deref() !== t) : fetched,
+      update ? unbound(kept.inputs, given) : given,
+      update ? unbound(kept.outputs, fetched) : fetched,
       update,
     );
   }
