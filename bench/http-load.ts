@@ -6,6 +6,7 @@
  * chunk; completion tokens come from the streamed usage (ortserve: stream_options.include_usage;
  * llama-server always puts usage on its last chunk), else the count of content chunks.
  */
+import { request } from "node:http";
 import OpenAI from "openai";
 import { median, nowSeconds } from "./stats.ts";
 
@@ -43,8 +44,9 @@ export function openAiClient(baseURL: string, apiKey = "none"): OpenAI {
   return new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 600_000 });
 }
 
-async function oneStream(client: OpenAI, opts: LoadOptions, i: number): Promise<StreamResult> {
-  const body = {
+/** Request i's body: the same for the official client and the minimal reader. */
+function streamBody(opts: LoadOptions, i: number) {
+  return {
     model: opts.model,
     messages: [{ role: "user" as const, content: opts.prompts[i]! }],
     stream: true as const,
@@ -54,6 +56,10 @@ async function oneStream(client: OpenAI, opts: LoadOptions, i: number): Promise<
     ignore_eos: true,
     ...opts.extraBody?.(i),
   };
+}
+
+async function oneStream(client: OpenAI, opts: LoadOptions, i: number): Promise<StreamResult> {
+  const body = streamBody(opts, i);
   const t0 = nowSeconds();
   let ttft = 0;
   let contentChunks = 0;
@@ -75,11 +81,60 @@ async function oneStream(client: OpenAI, opts: LoadOptions, i: number): Promise<
   };
 }
 
-/** Runs all prompts at once, one stream each. */
-export async function httpLoad(opts: LoadOptions): Promise<LoadResult> {
+/**
+ * One stream read with as little client work as possible: node:http, no SSE parsing, no JSON per
+ * chunk; the bytes are only searched for the usage's completion_tokens (a field on the last
+ * chunk). It tells what the server's streaming costs apart from what the client spends on it.
+ */
+function oneStreamMinimal(opts: LoadOptions, i: number): Promise<StreamResult> {
+  const url = new URL(`${opts.baseURL.replace(/\/$/, "")}/chat/completions`);
+  const headers = { "content-type": "application/json", authorization: `Bearer ${opts.apiKey ?? "none"}` };
+  const t0 = nowSeconds();
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", headers }, (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`HTTP ${res.statusCode} from ${url}`));
+        res.resume();
+        return;
+      }
+      let ttft = 0;
+      let tail = "";
+      res.setEncoding("utf8");
+      res.on("data", (text: string) => {
+        if (ttft === 0) ttft = nowSeconds() - t0;
+        // The usage chunk is the last but [DONE]; a field split across reads is in the joined tail.
+        tail = (tail + text).slice(-1024);
+      });
+      res.on("end", () => {
+        const completion = /"completion_tokens":(\d+)/.exec(tail);
+        const prompt = /"prompt_tokens":(\d+)/.exec(tail);
+        if (!completion) reject(new Error("the stream ended without usage"));
+        else
+          resolve({
+            ttft,
+            completionTokens: Number(completion[1]),
+            promptTokens: prompt ? Number(prompt[1]) : undefined,
+            contentChunks: 0,
+            fromUsage: true,
+          });
+      });
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(streamBody(opts, i)));
+  });
+}
+
+/**
+ * Runs all prompts at once, one stream each: through the official `openai` client, or with
+ * `minimal`, through oneStreamMinimal (whose ttft is the first byte's, content or not).
+ */
+export async function httpLoad(opts: LoadOptions & { minimal?: boolean }): Promise<LoadResult> {
   const client = openAiClient(opts.baseURL, opts.apiKey);
   const t0 = nowSeconds();
-  const results = await Promise.all(opts.prompts.map((_, i) => oneStream(client, opts, i)));
+  const results = await Promise.all(
+    opts.prompts.map((_, i) => (opts.minimal ? oneStreamMinimal(opts, i) : oneStream(client, opts, i))),
+  );
   const seconds = nowSeconds() - t0;
   const ttfts = results.map((r) => r.ttft);
   return {

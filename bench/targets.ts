@@ -6,7 +6,9 @@
  * charts (throughput vs concurrency, TTFT vs prompt length).
  *
  * Target 6 starts a real `ortserve serve` process and llama.cpp's `llama-server` (built once, see
- * bench/llama-server.ts) and puts the same 16-stream client load on both (bench/http-load.ts).
+ * bench/llama-server.ts) and puts the same 16-stream client load on both (bench/http-load.ts);
+ * for ortserve it also reports the client's CPU and the ratio with a minimal reader, since the
+ * client runs on the engine's cores.
  *
  *   node bench/targets.ts [--runs 3] [--threads 2] [--out bench/results] [--json] [--skip-llama-server]
  */
@@ -246,13 +248,25 @@ async function http(prompts: string[]) {
     apiKey: string,
     extraBody: () => Record<string, unknown>,
     between?: () => Promise<void>,
+    minimal = false,
   ) => {
-    const load = () => httpLoad({ baseURL, apiKey, model: MODEL, prompts, maxTokens: 128, extraBody });
+    const load = () =>
+      httpLoad({ baseURL, apiKey, model: MODEL, prompts, maxTokens: 128, extraBody, minimal });
     await httpLoad({ baseURL, apiKey, model: MODEL, prompts: prompts.slice(0, 2), maxTokens: 8, extraBody });
     const runs = [];
+    // The client's CPU (this process; the in-process peer's engine idles during the loads).
+    let clientCpuSeconds = 0;
+    let seconds = 0;
+    let tokens = 0;
     for (let i = 0; i < RUNS; i++) {
       await between?.();
-      runs.push(await load());
+      const cpu0 = process.cpuUsage();
+      const run = await load();
+      const cpu = process.cpuUsage(cpu0);
+      clientCpuSeconds += (cpu.user + cpu.system) / 1e6;
+      seconds += run.seconds;
+      tokens += run.results.reduce((s, x) => s + x.completionTokens, 0);
+      runs.push(run);
     }
     const r = runs.map((x) => x.tokensPerSecond);
     const mid = runs.find((x) => x.tokensPerSecond === median(r)) ?? runs[0]!;
@@ -262,6 +276,9 @@ async function http(prompts: string[]) {
       promptTokens: mid.results.map((x) => x.promptTokens ?? 0),
       completionTokens: mid.results.reduce((s, x) => s + x.completionTokens, 0),
       tokensFromUsage: mid.results.every((x) => x.fromUsage),
+      clientCpuMicrosPerToken: (1e6 * clientCpuSeconds) / tokens,
+      /** The client's CPU over the loads' wall time and this machine's logical CPUs. */
+      clientCpuShare: clientCpuSeconds / seconds / cpus().length,
     };
   };
   // ortserve as `npm start` runs it, shaped like the in-process engine; the prefix cache is kept
@@ -293,12 +310,26 @@ async function http(prompts: string[]) {
     const runs = await Promise.all(prompts.map((p) => timed(engine, greedyChat(p, 128))));
     inProcessRuns.push(runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0));
   };
-  let ortserveHttp: Awaited<ReturnType<typeof measure>> & { peakRss: number; inProcess: number };
+  let ortserveHttp: Awaited<ReturnType<typeof measure>> & {
+    peakRss: number;
+    inProcess: number;
+    minimalClient: Awaited<ReturnType<typeof measure>> & { inProcess: number };
+  };
   try {
-    const m = await measure(`${server.url}/v1`, apiKey, () => ({ cache_salt: `http-${++salt}` }), inProcess);
+    const salted = () => ({ cache_salt: `http-${++salt}` });
+    const m = await measure(`${server.url}/v1`, apiKey, salted, inProcess);
+    const inProcessOfficial = median(inProcessRuns.splice(0));
+    // The same requests read by a minimal client, alternating with in-process likewise: what the
+    // server's streaming costs without the official client's own CPU on the engine's cores.
+    const minimal = await measure(`${server.url}/v1`, apiKey, salted, inProcess, true);
     // The server's own peak (VmHWM), read while it still runs: this bench process holds other
     // things (the bandwidth probe's buffer, llama.cpp) that are not the server's.
-    ortserveHttp = { ...m, peakRss: server.peakRssBytes(), inProcess: median(inProcessRuns) };
+    ortserveHttp = {
+      ...m,
+      peakRss: server.peakRssBytes(),
+      inProcess: inProcessOfficial,
+      minimalClient: { ...minimal, inProcess: median(inProcessRuns) },
+    };
   } finally {
     await engine.close();
     await server.stop();
@@ -306,7 +337,9 @@ async function http(prompts: string[]) {
   }
   log(
     `ortserve HTTP 16 streams: ${ortserveHttp.tokensPerSecond.toFixed(1)} tok/s; ` +
-      `the same requests in-process, alternating: ${ortserveHttp.inProcess.toFixed(1)} tok/s`,
+      `the same requests in-process, alternating: ${ortserveHttp.inProcess.toFixed(1)} tok/s; ` +
+      `with a minimal client ${ortserveHttp.minimalClient.tokensPerSecond.toFixed(1)} vs ` +
+      `${ortserveHttp.minimalClient.inProcess.toFixed(1)} tok/s`,
   );
   if (args["skip-llama-server"])
     return { ortserve: ortserveHttp, llamaServer: undefined, llamaServerFailures: [] as string[] };
@@ -586,6 +619,15 @@ async function main(): Promise<void> {
       Object.entries(contextCeiling)
         .map(([dtype, ratio]) => `${dtype} cache ${ratio.toFixed(2)}`)
         .join(", "),
+  );
+  const { ortserve: web6 } = web;
+  console.log(
+    `target 6's client on the engine's cores: the official client took ` +
+      `${fmt(100 * web6.clientCpuShare)}% of this machine's CPU (${fmt(web6.clientCpuMicrosPerToken, 0)} µs a ` +
+      `streamed token); a minimal reader (node:http, no parsing: ` +
+      `${fmt(web6.minimalClient.clientCpuMicrosPerToken, 0)} µs a token) got ` +
+      `${fmt(web6.minimalClient.tokensPerSecond)} tok/s against ${fmt(web6.minimalClient.inProcess)} in-process ` +
+      `(${(web6.minimalClient.tokensPerSecond / web6.minimalClient.inProcess).toFixed(2)})`,
   );
   console.log("| # | target | ortserve | peer | ratio | goal | met |");
   console.log("|---|---|---|---|---|---|---|");
