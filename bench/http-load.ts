@@ -38,6 +38,8 @@ export interface LoadOptions {
   maxTokens?: number;
   /** Extra body fields for request i (e.g. a cache_salt, cache_prompt: false). */
   extraBody?: (i: number) => Record<string, unknown>;
+  /** Read the streams with oneStreamMinimal instead of the official client. */
+  minimal?: boolean;
 }
 
 export function openAiClient(baseURL: string, apiKey = "none"): OpenAI {
@@ -129,7 +131,7 @@ function oneStreamMinimal(opts: LoadOptions, i: number): Promise<StreamResult> {
  * Runs all prompts at once, one stream each: through the official `openai` client, or with
  * `minimal`, through oneStreamMinimal (whose ttft is the first byte's, content or not).
  */
-export async function httpLoad(opts: LoadOptions & { minimal?: boolean }): Promise<LoadResult> {
+export async function httpLoad(opts: LoadOptions): Promise<LoadResult> {
   const client = openAiClient(opts.baseURL, opts.apiKey);
   const t0 = nowSeconds();
   const results = await Promise.all(
