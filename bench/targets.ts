@@ -304,11 +304,11 @@ async function http(prompts: string[]) {
   // loads so the machine's drift falls on both alike. Idle, its pool threads do not spin.
   const engine = await openEngine();
   await timed(engine, greedyChat(prompts[0]!, 8));
-  const inProcessRuns: number[] = [];
-  const inProcess = async () => {
+  /** One in-process round of the load, its rate added to `into`. */
+  const inProcess = (into: number[]) => async () => {
     const t0 = nowSeconds();
     const runs = await Promise.all(prompts.map((p) => timed(engine, greedyChat(p, 128))));
-    inProcessRuns.push(runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0));
+    into.push(runs.reduce((s, r) => s + r.tokens, 0) / (nowSeconds() - t0));
   };
   let ortserveHttp: Awaited<ReturnType<typeof measure>> & {
     peakRss: number;
@@ -317,18 +317,19 @@ async function http(prompts: string[]) {
   };
   try {
     const salted = () => ({ cache_salt: `http-${++salt}` });
-    const m = await measure(`${server.url}/v1`, apiKey, salted, inProcess);
-    const inProcessOfficial = median(inProcessRuns.splice(0));
+    const inProcessOfficial: number[] = [];
+    const m = await measure(`${server.url}/v1`, apiKey, salted, inProcess(inProcessOfficial));
     // The same requests read by a minimal client, alternating with in-process likewise: what the
     // server's streaming costs without the official client's own CPU on the engine's cores.
-    const minimal = await measure(`${server.url}/v1`, apiKey, salted, inProcess, true);
+    const inProcessMinimal: number[] = [];
+    const minimal = await measure(`${server.url}/v1`, apiKey, salted, inProcess(inProcessMinimal), true);
     // The server's own peak (VmHWM), read while it still runs: this bench process holds other
     // things (the bandwidth probe's buffer, llama.cpp) that are not the server's.
     ortserveHttp = {
       ...m,
       peakRss: server.peakRssBytes(),
-      inProcess: inProcessOfficial,
-      minimalClient: { ...minimal, inProcess: median(inProcessRuns) },
+      inProcess: median(inProcessOfficial),
+      minimalClient: { ...minimal, inProcess: median(inProcessMinimal) },
     };
   } finally {
     await engine.close();
