@@ -3,6 +3,9 @@
 // next to portable code; elsewhere only the portable code, and every feature reads false.
 #pragma once
 
+#include <cstdlib>
+#include <string_view>
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ORTSERVE_X86_SIMD 1
 #endif
@@ -31,6 +34,13 @@ inline const CpuFeatures& Cpu() {
     const bool avx512 = __builtin_cpu_supports("avx512f");
     f.avx512Vl = avx512 && __builtin_cpu_supports("avx512vl");
     f.avx512Vnni = avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+    // ORTSERVE_MAX_ISA holds every kernel to a lower instruction set than the CPU offers, so one
+    // machine can run the suite on the AVX2 and portable paths that other CPUs take.
+    if (const char* cap = std::getenv("ORTSERVE_MAX_ISA")) {
+      const std::string_view level(cap);
+      if (level == "avx2" || level == "portable") f.avx512Vl = f.avx512Vnni = false;
+      if (level == "portable") f.avx2 = f.fma = f.f16c = false;
+    }
 #endif
     return f;
   }();

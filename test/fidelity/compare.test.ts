@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type Candidate, compareFormat, thresholdFailures } from "./compare.ts";
+import {
+  type Candidate,
+  compareFormat,
+  exactFormatFailures,
+  type FormatFigures,
+  quantizedFormatFailures,
+} from "./compare.ts";
 import { identicalPrefix, median } from "./greedy-compare.ts";
 import type { ReferenceDist } from "./llama-reference.ts";
 import type { ReferenceCase } from "./reference-cases.ts";
@@ -54,7 +60,8 @@ describe("compareFormat", () => {
     expect(f.overallTop1Agreement).toBe(1);
     expect(f.refTop1LogprobMad).toBeLessThan(1e-6);
     expect(f.greedy).toMatchObject({ median: 3, fullMatches: 1, divergences: [] });
-    expect(thresholdFailures("x", f)).toEqual([]);
+    expect(exactFormatFailures("x", f)).toEqual([]);
+    expect(quantizedFormatFailures("x", f, f)).toEqual([]);
   });
 
   it("separates decisive misses from near-tie flips", async () => {
@@ -71,7 +78,7 @@ describe("compareFormat", () => {
     expect(f.decisiveMisses[0]).toMatchObject({ prompt: "a", position: 0, candidateTop1: 1 });
     expect(f.greedy).toMatchObject({ median: 1, min: 1 });
     expect(f.greedy!.divergences[0]).toMatchObject({ at: 1, reference: 2, candidate: 3 });
-    expect(thresholdFailures("x", f)).toHaveLength(2);
+    expect(exactFormatFailures("x", f)).toHaveLength(3);
   });
 
   it("scores a prefix shared with an earlier prompt once", async () => {
@@ -83,6 +90,43 @@ describe("compareFormat", () => {
     expect(f.positions).toBe(4);
     expect(f.byPrompt.b!.positions).toBe(1);
     expect(f.greedy).toBeUndefined();
+  });
+});
+
+describe("the criteria against the exact model", () => {
+  const exact = async (rows: number[][], greedy: number[]) =>
+    compareFormat([refCase("a", ROWS)], candidate(rows, greedy), { greedyTokens: 3 });
+  // A near-tie flip (position 1) and a greedy run that leaves the reference after one token.
+  const nearTieFlip = [
+    [3, 2, 0, 0],
+    [0, 1, 1.05, 0],
+    [0, 0, 0, 2],
+  ];
+  const decisiveFlip = [
+    [2, 3, 0, 0],
+    [0, 1.05, 1, 0],
+    [0, 0, 0, 2],
+  ];
+
+  it("holds an unquantized format to the exact function: a near-tie flip is already a failure", async () => {
+    expect(exactFormatFailures("fp32", await exact(ROWS, [1, 2, 3]))).toEqual([]);
+    const failures = exactFormatFailures("fp32", await exact(nearTieFlip, [1, 2, 3]));
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatch(/^fp32: top-1 equals the exact model's at 66\.67% of positions < 99\.90%/);
+    expect(failures[1]).toMatch(/mean logprob error/);
+  });
+
+  it("holds a quantized format to llama.cpp's own distance from the exact model, no more", async () => {
+    const baseline: FormatFigures = await exact(nearTieFlip, [1, 3]);
+    // As close as the baseline, or closer: passes.
+    expect(quantizedFormatFailures("q4", await exact(nearTieFlip, [1, 3]), baseline)).toEqual([]);
+    expect(quantizedFormatFailures("q4", await exact(ROWS, [1, 2, 3]), baseline)).toEqual([]);
+    // A decisive miss the baseline does not make, and a shorter greedy prefix: both named.
+    const failures = quantizedFormatFailures("q4", await exact(decisiveFlip, [2]), baseline);
+    expect(failures).toEqual([
+      "q4: decisive top-1 agreement with the exact model 50.00% < llama.cpp's quantized run's 100.00%",
+      "q4: median identical greedy prefix with the exact model 0 < llama.cpp's quantized run's 1",
+    ]);
   });
 });
 

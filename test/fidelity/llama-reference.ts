@@ -82,6 +82,11 @@ function llamaInstance(): Promise<Llama> {
   return sharedLlama;
 }
 
+/** llama.cpp's own account of the CPU features its loaded backend uses (e.g. "AVX2 = 1 | AVX512 = 1"). */
+export async function llamaCppSystemInfo(): Promise<string> {
+  return (await llamaInstance()).systemInfo.trim();
+}
+
 export class LlamaReference {
   readonly eosId: number;
   /** Logit row width, probed at load time (the GGUF's vocab_size key is optional). */
