@@ -12,9 +12,11 @@
  * Agreement with llama.cpp's quantized run is in the report but not asserted: its Q8 activation
  * arithmetic rounds differently on AVX2 and AVX-512 CPUs.
  */
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runSetup } from "../../src/cli/commands/setup.ts";
+import { cacheDir } from "../../src/util/paths.ts";
 import { referenceGgufPath } from "./llama-reference.ts";
 import { hasConvertedModel } from "./ort-candidate.ts";
 import { defaultModelDir, type FidelityReport, FORMATS, MODEL_ID, runFidelity } from "./suite.ts";
@@ -32,6 +34,11 @@ describe.skipIf(!ready)("fidelity against the exact model", () => {
       formats: [...FORMATS],
       exact: true,
     });
+    // The figures behind the assertions, for reading after a run (CI prints only pass or fail).
+    const dir = join(cacheDir(), "fidelity");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "test-report.json"), JSON.stringify(report, null, 1));
+    console.log(summaryLine(report));
     // A few minutes on 2 idle cores; the margin is for a machine shared with other jobs.
   }, 1_200_000);
 
@@ -68,3 +75,18 @@ describe.skipIf(!ready)("fidelity against the exact model", () => {
     expect(report.machine.logicalCpus).toBeGreaterThan(0);
   });
 });
+
+/** One line of the judged figures and the CPU they come from. */
+function summaryLine(r: FidelityReport): string {
+  const pct = (x: number | undefined) => (x === undefined ? "-" : `${(x * 100).toFixed(2)}%`);
+  const vsExact = r.exactReference?.formats ?? {};
+  const llama = r.exactReference?.llamaCppQuantized;
+  return [
+    `fidelity on ${r.machine.cpu} [${r.machine.instructionSets.join(" ")}]${r.machine.ortserveMaxIsa ? ` ORTSERVE_MAX_ISA=${r.machine.ortserveMaxIsa}` : ""}:`,
+    `against the exact model, decisive top-1 / median greedy prefix:`,
+    `fp32 ${pct(vsExact.fp32?.decisiveTop1Agreement)} / ${vsExact.fp32?.greedy?.median},`,
+    `q4 ${pct(vsExact.q4?.decisiveTop1Agreement)} / ${vsExact.q4?.greedy?.median},`,
+    `llama.cpp's quantized run ${pct(llama?.decisiveTop1Agreement)} / ${llama?.greedy?.median};`,
+    `against llama.cpp's quantized run: fp32 ${pct(r.formats.fp32?.decisiveTop1Agreement)}, q4 ${pct(r.formats.q4?.decisiveTop1Agreement)}`,
+  ].join(" ");
+}
