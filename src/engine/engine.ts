@@ -25,7 +25,6 @@ import {
 import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
-import { RequestError } from "../core/request-error.ts";
 import { checkAgainstConfig } from "../core/step/config-checks.ts";
 import type {
   EngineCoreConfig,
@@ -36,7 +35,7 @@ import type {
   PromptTokenLogprob,
   TokenLogprob,
 } from "../core/types.ts";
-import { engineErrorToApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
+import { asApiErrors, engineErrorToApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
 import { availableFormats } from "../models/registry/weights.ts";
 import { ModelRegistry, type Resolution } from "../models/registry.ts";
 import { modelsDir as defaultModelsDir } from "../util/paths.ts";
@@ -197,10 +196,19 @@ export class Engine {
     return new Engine(options.registry ?? ModelRegistry.load(defaultModelsDir(options.modelsDir)), options);
   }
 
-  /** Resolves a model name; a 404 ApiError when unknown, a 503 when it has no weights. */
-  model(name: string): EngineModel {
+  /** Resolves a model name; a 404 ApiError when unknown. */
+  resolve(name: string): Resolution {
     const resolution = this.registry.resolve(name);
     if (!resolution) throw modelNotFound(name);
+    return resolution;
+  }
+
+  /**
+   * The served model of a name, or of a resolution already made (so a request resolves its name
+   * once); a 404 ApiError when unknown, a 503 when it has no weights.
+   */
+  model(name: string | Resolution): EngineModel {
+    const resolution = typeof name === "string" ? this.resolve(name) : name;
     if (!resolution.format) {
       // The problem names server paths: it goes to the server's log at start, not to clients.
       throw unavailable(
@@ -252,15 +260,12 @@ export class Engine {
     const model = this.model(req.model);
     const prompt = await this.prompt(model, req.prompt);
     const requestId = req.requestId ?? `ortserve-${process.pid}-${++requestCounter}`;
-    try {
-      return {
-        model,
-        request: completeRequest(requestId, prompt, req.params, model.info.generationDefaults),
-      };
-    } catch (err) {
-      if (err instanceof RequestError) throw engineErrorToApiError(err);
-      throw err;
-    }
+    return {
+      model,
+      request: asApiErrors(() =>
+        completeRequest(requestId, prompt, req.params, model.info.generationDefaults),
+      ),
+    };
   }
 
   /**
@@ -268,12 +273,7 @@ export class Engine {
    * made here as well as in the worker so nothing is sized by a request the engine would refuse.
    */
   check(model: EngineModel, request: EngineRequest): void {
-    try {
-      checkAgainstConfig(request, model.config);
-    } catch (err) {
-      if (err instanceof RequestError) throw engineErrorToApiError(err);
-      throw err;
-    }
+    asApiErrors(() => checkAgainstConfig(request, model.config));
   }
 
   /**
