@@ -41,6 +41,7 @@ import { ModelRegistry, type Resolution } from "../models/registry.ts";
 import { modelsDir as defaultModelsDir } from "../util/paths.ts";
 import type { ThreadHeap } from "../util/thread-heap.ts";
 import { EnginePool } from "../workers/pool.ts";
+import { ChoiceTracker } from "./choice-tracker.ts";
 import { type ModelInfo, modelInfo } from "./model-info.ts";
 
 export type { GenerateParams };
@@ -319,46 +320,34 @@ export class Engine {
   /** Runs a request to the end and collects its choices; an error event throws its ApiError. */
   async generate(req: GenerateRequest | PreparedRequest, opts: RunOptions = {}): Promise<GenerateResult> {
     const prepared = "request" in req ? req : await this.prepare(req);
-    const result: GenerateResult = {
-      model: prepared.model.name,
-      requestId: prepared.request.requestId,
-      promptTokenIds: [],
-      cachedTokens: 0,
-      choices: [],
-    };
-    const choice = (i: number) => {
-      result.choices[i] ??= { index: i, text: "", tokenIds: [] };
-      return result.choices[i];
-    };
+    const tracker = new ChoiceTracker(prepared.request.n, { keepOutput: true });
     for await (const e of this.stream(prepared, opts.signal)) {
       opts.onEvent?.(e);
-      switch (e.type) {
-        case "prompt":
-          result.promptTokenIds = e.promptTokenIds;
-          result.cachedTokens = e.cachedTokens;
-          if (e.promptLogprobs) result.promptLogprobs = e.promptLogprobs;
-          break;
-        case "delta": {
-          const c = choice(e.choice);
-          c.text += e.text;
-          c.tokenIds.push(...e.tokenIds);
-          if (e.logprobs) {
-            c.logprobs ??= [];
-            c.logprobs.push(...e.logprobs);
-          }
-          break;
-        }
-        case "finish": {
-          const c = choice(e.choice);
-          c.finishReason = e.finishReason;
-          c.stopReason = e.stopReason;
-          break;
-        }
-        case "error":
-          throw engineErrorToApiError(e);
-      }
+      if (e.type === "error") throw engineErrorToApiError(e);
+      tracker.push(e);
     }
-    return result;
+    const prompt = tracker.prompt;
+    return {
+      model: prepared.model.name,
+      requestId: prepared.request.requestId,
+      promptTokenIds: prompt?.promptTokenIds ?? [],
+      cachedTokens: prompt?.cachedTokens ?? 0,
+      ...(prompt?.promptLogprobs && { promptLogprobs: prompt.promptLogprobs }),
+      // A prompt that only scored (no tokens to generate) reports no choices.
+      choices: tracker.choices.flatMap((c, index): GeneratedChoice[] =>
+        c.reported
+          ? [
+              {
+                index,
+                text: c.text,
+                tokenIds: c.tokenIds,
+                ...(c.logprobs && { logprobs: c.logprobs }),
+                ...(c.finish && { finishReason: c.finish.reason, stopReason: c.finish.stopReason }),
+              },
+            ]
+          : [],
+      ),
+    };
   }
 
   /** Log-likelihoods of a prompt's tokens, with no generation (prompt logprobs, optionally raw logits). */
