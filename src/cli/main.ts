@@ -5,7 +5,7 @@
  * Subcommands are loaded on demand so `--help` and `setup` start fast and do not
  * load ONNX Runtime or the converter.
  */
-import { UsageError } from "./args.ts";
+import { UsageError } from "../util/usage-error.ts";
 
 interface Command {
   summary: string;
