@@ -1,5 +1,5 @@
 /**
- * Serving benchmark (`npm run bench:serving`): ortserve's engine (worker pool, continuous batching)
+ * Serving benchmark (`node bench/serving.ts`): ortserve's engine (worker pool, continuous batching)
  * next to llama.cpp (node-llama-cpp, its own multi-sequence batching) on the same GGUF, in one run.
  * Prints a table and, with --json, one JSON object.
  *

@@ -3,6 +3,7 @@
  * HTTP status, an OpenAI error `type`, the offending parameter (when one is to blame) and a stable
  * `code`. Only src/http/ turns these into responses (JSON body or SSE error event).
  */
+import { RequestError } from "./core/request-error.ts";
 import type { EngineErrorCode } from "./core/types.ts";
 
 export type ApiErrorType =
@@ -154,5 +155,15 @@ export function engineErrorToApiError(e: {
       return unavailable(e.message);
     case "engine_failure":
       return internalError(e.message);
+  }
+}
+
+/** Runs `fn`; a RequestError it throws (the engine refusing a request as asked) becomes its ApiError. */
+export function asApiErrors<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof RequestError) throw engineErrorToApiError(err);
+    throw err;
   }
 }

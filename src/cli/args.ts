@@ -2,11 +2,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { KV_CACHE_DTYPE_SETTINGS, type KvCacheDtypeSetting } from "../core/types.ts";
 import { MODEL_FORMATS, type ModelFormat } from "../models/fetch/model-meta.ts";
-
-/** A mistake in how the command was called: reported without a stack, exit code 2. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+import { UsageError } from "../util/usage-error.ts";
 
 /** parseArgs in strict mode, with its errors turned into UsageErrors. */
 export function parseCommandLine<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {

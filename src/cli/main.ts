@@ -5,7 +5,8 @@
  * Subcommands are loaded on demand so `--help` and `setup` start fast and do not
  * load ONNX Runtime or the converter.
  */
-import { UsageError } from "./args.ts";
+import { UsageError } from "../util/usage-error.ts";
+import { nodeSupported, SUPPORTED_NODE } from "./node-version.ts";
 
 interface Command {
   summary: string;
@@ -27,8 +28,6 @@ const commands: Record<string, () => Promise<Command>> = {
 /** Other spellings of a command (not listed in the help). */
 const aliases: Record<string, string> = { checkpoints: "checkpoint" };
 
-const MIN_NODE_MAJOR = 22;
-
 async function mainHelp(): Promise<string> {
   const lines = ["Usage: ortserve <command> [options]", "", "Commands:"];
   for (const [name, load] of Object.entries(commands))
@@ -38,11 +37,10 @@ async function mainHelp(): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const major = Number(process.versions.node.split(".")[0]);
-  if (major < MIN_NODE_MAJOR) {
+  if (!nodeSupported()) {
     process.stderr.write(
-      `ortserve needs Node ${MIN_NODE_MAJOR}+ (this is ${process.version}). ` +
-        "Run it through npm (`npm start`, `npm run ortserve -- <command>`), which uses the Node 24 installed by `npm ci`.\n",
+      `ortserve needs Node ${SUPPORTED_NODE} (this is ${process.version}). ` +
+        "In a clone of its repository, `npm start` and `npm run ortserve -- <command>` run on the Node 24 that `npm ci` installs.\n",
     );
     return 1;
   }

@@ -27,10 +27,10 @@ export function hasSemiSpaceFlag(execArgv: readonly string[], nodeOptions: strin
 export function capYoungGeneration(): void {
   if (hasSemiSpaceFlag(process.execArgv, process.env.NODE_OPTIONS)) return;
   if (typeof process.execve !== "function") return;
-  process.execve(process.execPath, [
+  // The environment is passed on explicitly: Node 22's execve gives the new image none without it.
+  process.execve(
     process.execPath,
-    ...process.execArgv,
-    `${FLAG}=${SEMI_SPACE_MIB}`,
-    ...process.argv.slice(1),
-  ]);
+    [process.execPath, ...process.execArgv, `${FLAG}=${SEMI_SPACE_MIB}`, ...process.argv.slice(1)],
+    process.env,
+  );
 }

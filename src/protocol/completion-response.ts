@@ -3,7 +3,8 @@
  * text_completion object out. Prompt p's choice i has index p * n + i (vLLM). Pure — the caller
  * feeds every event (tagged with its prompt) and asks for the result once each prompt is done.
  */
-import type { EngineEvent, FinishReason, TokenLogprob } from "../core/types.ts";
+import type { EngineEvent, FinishReason } from "../core/types.ts";
+import { ChoiceTracker, type PromptEvent } from "../engine/choice-tracker.ts";
 import { engineErrorToApiError, internalError } from "../errors.ts";
 import {
   type CompletionLogprobs,
@@ -22,7 +23,7 @@ import {
   usage,
 } from "./output-parts.ts";
 
-export type PromptEvent = Extract<EngineEvent, { type: "prompt" }>;
+export type { PromptEvent };
 
 export interface CompletionChoice {
   index: number;
@@ -60,33 +61,18 @@ export function echoedTokens(req: CompletionRequest, p: PromptEvent): LegacyToke
 /** A prompt with nothing to generate (max_tokens 0) ends by length, as vLLM reports it. */
 export const SCORED_FINISH = { reason: "length", stopReason: null, completionTokens: 0 } as const;
 
-interface ChoiceState {
-  text: string;
-  tokenIds: number[];
-  logprobs: TokenLogprob[];
-  finish?: { reason: FinishReason; stopReason: number | string | null; completionTokens: number };
-}
-
-interface PromptState {
-  prompt?: PromptEvent;
-  done: boolean;
-  choices: ChoiceState[];
-}
-
 export class CompletionAccumulator {
   private readonly req: CompletionRequest;
   private readonly ctx: ResponseContext;
   private readonly created: number;
-  private readonly prompts: PromptState[];
+  /** One per prompt. */
+  private readonly prompts: ChoiceTracker[];
 
   constructor(req: CompletionRequest, ctx: ResponseContext) {
     this.req = req;
     this.ctx = ctx;
     this.created = ctx.created ?? unixSeconds();
-    this.prompts = req.prompts.map(() => ({
-      done: false,
-      choices: Array.from({ length: req.n }, () => ({ text: "", tokenIds: [], logprobs: [] })),
-    }));
+    this.prompts = req.prompts.map(() => new ChoiceTracker(req.n, { keepOutput: true }));
   }
 
   /** Consumes one event of prompt `promptIndex`; an engine error event is thrown as its ApiError. */
@@ -94,30 +80,8 @@ export class CompletionAccumulator {
     const p = this.prompts[promptIndex];
     if (!p)
       throw internalError(`The engine sent an event for prompt ${promptIndex} of ${this.prompts.length}.`);
-    switch (event.type) {
-      case "prompt":
-        p.prompt = event;
-        break;
-      case "delta": {
-        const c = choiceOf(p, event.choice);
-        c.text += event.text;
-        c.tokenIds.push(...event.tokenIds);
-        if (event.logprobs) c.logprobs.push(...event.logprobs);
-        break;
-      }
-      case "finish":
-        choiceOf(p, event.choice).finish = {
-          reason: event.finishReason,
-          stopReason: event.stopReason,
-          completionTokens: event.completionTokens,
-        };
-        break;
-      case "done":
-        p.done = true;
-        break;
-      case "error":
-        throw engineErrorToApiError(event);
-    }
+    if (event.type === "error") throw engineErrorToApiError(event);
+    p.push(event);
   }
 
   result(): CompletionResponse {
@@ -142,7 +106,7 @@ export class CompletionAccumulator {
           logprobs:
             req.logprobs === undefined
               ? null
-              : legacyLogprobs([...echoed, ...generatedTokens(c.logprobs)], 0).logprobs,
+              : legacyLogprobs([...echoed, ...generatedTokens(c.logprobs ?? [])], 0).logprobs,
           finish_reason: finish.reason,
           stop_reason: finish.stopReason,
           token_ids: req.return_token_ids ? c.tokenIds : null,
@@ -163,10 +127,4 @@ export class CompletionAccumulator {
       kv_transfer_params: req.kv_transfer_params ?? null,
     };
   }
-}
-
-function choiceOf(p: PromptState, index: number): ChoiceState {
-  const c = p.choices[index];
-  if (!c) throw internalError(`The engine sent an event for choice ${index} of ${p.choices.length}.`);
-  return c;
 }

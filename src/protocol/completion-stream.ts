@@ -8,6 +8,7 @@
  * stream_options.include_usage is set.
  */
 import type { EngineEvent, FinishReason } from "../core/types.ts";
+import { ChoiceTracker } from "../engine/choice-tracker.ts";
 import { type ApiError, type ApiErrorBody, engineErrorToApiError } from "../errors.ts";
 import { codePoints, generatedTokens, type LegacyToken, legacyLogprobs } from "./completion-logprobs.ts";
 import type { CompletionRequest } from "./completion-request.ts";
@@ -43,19 +44,12 @@ export type CompletionStreamFrame =
   | { type: "chunk"; data: CompletionChunk }
   | { type: "error"; error: ApiError; data: ApiErrorBody };
 
+/** What a choice's chunks need beyond its engine state (ChoiceTracker). */
 interface ChoiceProgress {
   /** Characters of the choice's text sent so far (legacy text_offset counts from here). */
   textLength: number;
-  tokens: number;
   /** Prompt token ids still to attach to the choice's first chunk (return_token_ids). */
   promptTokenIds?: number[];
-  finished: boolean;
-}
-
-interface PromptProgress {
-  promptTokens: number;
-  cachedTokens: number;
-  done: boolean;
 }
 
 export class CompletionStreamer {
@@ -66,7 +60,8 @@ export class CompletionStreamer {
   private readonly includeUsage: boolean;
   private readonly continuousUsage: boolean;
   private readonly choices: ChoiceProgress[];
-  private readonly prompts: PromptProgress[];
+  /** One per prompt. */
+  private readonly prompts: ChoiceTracker[];
   private ended = false;
 
   constructor(req: CompletionRequest, ctx: ResponseContext) {
@@ -76,12 +71,8 @@ export class CompletionStreamer {
     this.created = ctx.created ?? unixSeconds();
     this.includeUsage = req.stream_options?.include_usage ?? false;
     this.continuousUsage = this.includeUsage && (req.stream_options?.continuous_usage_stats ?? false);
-    this.choices = Array.from({ length: req.prompts.length * req.n }, () => ({
-      textLength: 0,
-      tokens: 0,
-      finished: false,
-    }));
-    this.prompts = req.prompts.map(() => ({ promptTokens: 0, cachedTokens: 0, done: false }));
+    this.choices = Array.from({ length: req.prompts.length * req.n }, () => ({ textLength: 0 }));
+    this.prompts = req.prompts.map(() => new ChoiceTracker(req.n, { keepOutput: false }));
   }
 
   /** True after the last frame (usage chunk or error): the caller then writes [DONE]. */
@@ -93,14 +84,14 @@ export class CompletionStreamer {
     if (this.ended) return [];
     const frames: CompletionStreamFrame[] = [];
     const base = promptIndex * this.req.n;
+    const p = this.prompts[promptIndex]!;
+    p.push(event);
     switch (event.type) {
       case "prompt":
         this.started(promptIndex, event, frames);
         break;
       case "delta": {
         if (event.text === "" && event.tokenIds.length === 0) break;
-        const c = this.choices[base + event.choice]!;
-        c.tokens += event.tokenIds.length;
         frames.push(
           this.text(
             promptIndex,
@@ -116,18 +107,17 @@ export class CompletionStreamer {
         frames.push(this.finish(promptIndex, base + event.choice, event));
         break;
       case "done": {
-        const p = this.prompts[promptIndex]!;
-        p.done = true;
         // A prompt that only scored (max_tokens 0) gets no finish events from the engine.
-        for (let i = base; i < base + this.req.n; i++)
-          if (!this.choices[i]!.finished)
+        p.choices.forEach((c, i) => {
+          if (!c.finish)
             frames.push(
-              this.finish(promptIndex, i, {
+              this.finish(promptIndex, base + i, {
                 finishReason: SCORED_FINISH.reason,
                 stopReason: SCORED_FINISH.stopReason,
                 completionTokens: 0,
               }),
             );
+        });
         if (this.prompts.every((q) => q.done)) {
           if (this.includeUsage)
             frames.push({ type: "chunk", data: { ...this.envelope([]), usage: this.total() } });
@@ -150,9 +140,6 @@ export class CompletionStreamer {
 
   /** A prompt's first event: its counts, and with echo a chunk of its text per choice. */
   private started(promptIndex: number, event: PromptEvent, frames: CompletionStreamFrame[]): void {
-    const p = this.prompts[promptIndex]!;
-    p.promptTokens = event.promptTokenIds.length;
-    p.cachedTokens = event.cachedTokens;
     const base = promptIndex * this.req.n;
     for (let i = base; i < base + this.req.n; i++)
       if (this.req.return_token_ids) this.choices[i]!.promptTokenIds = event.promptTokenIds;
@@ -187,9 +174,6 @@ export class CompletionStreamer {
     index: number,
     e: { finishReason: FinishReason; stopReason: number | string | null; completionTokens: number },
   ): CompletionStreamFrame {
-    const c = this.choices[index]!;
-    c.finished = true;
-    c.tokens = e.completionTokens;
     return this.chunk(promptIndex, index, {
       index,
       text: "",
@@ -208,14 +192,17 @@ export class CompletionStreamer {
     }
     const data = this.envelope([choice]);
     // vLLM: per-chunk usage counts this prompt's tokens and the choice's tokens so far.
-    if (this.continuousUsage) data.usage = usage(this.prompts[promptIndex]!.promptTokens, c.tokens);
+    if (this.continuousUsage) {
+      const p = this.prompts[promptIndex]!;
+      data.usage = usage(p.prompt?.promptTokenIds.length ?? 0, p.choices[index % this.req.n]!.tokens);
+    }
     return { type: "chunk", data };
   }
 
   private total(): Usage {
-    const prompt = this.prompts.reduce((a, p) => a + p.promptTokens, 0);
-    const cached = this.prompts.reduce((a, p) => a + p.cachedTokens, 0);
-    const completion = this.choices.reduce((a, c) => a + c.tokens, 0);
+    const prompt = this.prompts.reduce((a, p) => a + (p.prompt?.promptTokenIds.length ?? 0), 0);
+    const cached = this.prompts.reduce((a, p) => a + (p.prompt?.cachedTokens ?? 0), 0);
+    const completion = this.prompts.reduce((a, p) => a + p.completionTokens(), 0);
     return usage(prompt, completion, cached);
   }
 

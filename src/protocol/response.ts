@@ -4,13 +4,13 @@
  */
 
 import type { EngineEvent, FinishReason } from "../core/types.ts";
+import { ChoiceTracker } from "../engine/choice-tracker.ts";
 import { engineErrorToApiError, internalError } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
 import {
   type ChoiceLogprobs,
   completionId,
   echoText,
-  type LogprobEntry,
   logprobEntries,
   type PromptLogprobs,
   promptLogprobs,
@@ -57,67 +57,37 @@ export interface ChatCompletionResponse {
   kv_transfer_params: Record<string, unknown> | null;
 }
 
-interface ChoiceState {
-  text: string;
-  tokenIds: number[];
-  logprobs: LogprobEntry[];
-  finish?: { reason: FinishReason; stopReason: number | string | null; completionTokens: number };
-}
-
 export class ChatCompletionAccumulator {
   private readonly req: ChatCompletionRequest;
   private readonly ctx: ResponseContext;
   private readonly created: number;
-  private readonly choices: ChoiceState[];
-  private prompt?: Extract<EngineEvent, { type: "prompt" }>;
-  private done = false;
+  private readonly tracker: ChoiceTracker;
 
   constructor(req: ChatCompletionRequest, ctx: ResponseContext) {
     this.req = req;
     this.ctx = ctx;
     this.created = ctx.created ?? unixSeconds();
-    this.choices = Array.from({ length: req.n }, () => ({ text: "", tokenIds: [], logprobs: [] }));
+    this.tracker = new ChoiceTracker(req.n, { keepOutput: true });
   }
 
   /** True once the `done` event arrived. */
   get finished(): boolean {
-    return this.done;
+    return this.tracker.done;
   }
 
   /** Consumes one event; an engine error event is thrown as its ApiError. */
   push(event: EngineEvent): void {
-    switch (event.type) {
-      case "prompt":
-        this.prompt = event;
-        break;
-      case "delta": {
-        const c = this.choice(event.choice);
-        c.text += event.text;
-        c.tokenIds.push(...event.tokenIds);
-        if (event.logprobs) c.logprobs.push(...logprobEntries(event.logprobs));
-        break;
-      }
-      case "finish":
-        this.choice(event.choice).finish = {
-          reason: event.finishReason,
-          stopReason: event.stopReason,
-          completionTokens: event.completionTokens,
-        };
-        break;
-      case "done":
-        this.done = true;
-        break;
-      case "error":
-        throw engineErrorToApiError(event);
-    }
+    if (event.type === "error") throw engineErrorToApiError(event);
+    this.tracker.push(event);
   }
 
   result(): ChatCompletionResponse {
-    if (!this.done || !this.prompt) throw internalError("The engine ended the request before it finished.");
+    const { done, prompt: p, choices: states } = this.tracker;
+    if (!done || !p) throw internalError("The engine ended the request before it finished.");
     const req = this.req;
     const role = responseRole(req);
     const echo = echoText(req);
-    const choices = this.choices.map((c, index): ChatCompletionChoice => {
+    const choices = states.map((c, index): ChatCompletionChoice => {
       if (!c.finish) throw internalError(`The engine finished without finishing choice ${index}.`);
       const parser = toolCallParser(req, this.ctx.toolParser);
       const { content, calls } = parser
@@ -135,14 +105,13 @@ export class ChatCompletionAccumulator {
           tool_calls: calls,
           reasoning: null,
         },
-        logprobs: req.logprobs ? { content: c.logprobs } : null,
+        logprobs: req.logprobs ? { content: logprobEntries(c.logprobs ?? []) } : null,
         finish_reason: calls.length > 0 && c.finish.reason === "stop" ? "tool_calls" : c.finish.reason,
         stop_reason: c.finish.stopReason,
         token_ids: req.return_token_ids ? c.tokenIds : null,
       };
     });
-    const p = this.prompt;
-    const completionTokens = this.choices.reduce((sum, c) => sum + c.finish!.completionTokens, 0);
+    const completionTokens = this.tracker.completionTokens();
     return {
       id: completionId(this.ctx.requestId),
       object: "chat.completion",
@@ -156,11 +125,5 @@ export class ChatCompletionAccumulator {
       prompt_token_ids: req.return_token_ids ? p.promptTokenIds : null,
       kv_transfer_params: req.kv_transfer_params ?? null,
     };
-  }
-
-  private choice(index: number): ChoiceState {
-    const c = this.choices[index];
-    if (!c) throw internalError(`The engine sent an event for choice ${index} of ${this.choices.length}.`);
-    return c;
   }
 }

@@ -9,6 +9,7 @@
  */
 
 import type { EngineEvent, FinishReason } from "../core/types.ts";
+import { ChoiceTracker } from "../engine/choice-tracker.ts";
 import type { ApiError, ApiErrorBody } from "../errors.ts";
 import { engineErrorToApiError } from "../errors.ts";
 import type { ChatCompletionRequest } from "./chat-request.ts";
@@ -62,14 +63,11 @@ export class ChatCompletionStreamer {
   private readonly created: number;
   private readonly includeUsage: boolean;
   private readonly continuousUsage: boolean;
-  /** Tokens generated so far, per choice. */
-  private readonly tokens: number[];
+  private readonly tracker: ChoiceTracker;
   /** Per choice, when tool calls are parsed from the output (tool_choice other than "none"). */
   private readonly toolParsers: (ToolCallStreamParser | undefined)[];
   /** Per choice, the tool calls started so far (the next call's index). */
   private readonly toolCalls: number[];
-  private promptTokens = 0;
-  private cachedTokens = 0;
   private sentAny = false;
   private started = false;
   private ended = false;
@@ -82,7 +80,7 @@ export class ChatCompletionStreamer {
     this.includeUsage = req.stream_options?.include_usage ?? false;
     // vLLM sends per-chunk usage only when the final usage was asked for too.
     this.continuousUsage = this.includeUsage && (req.stream_options?.continuous_usage_stats ?? false);
-    this.tokens = new Array<number>(req.n).fill(0);
+    this.tracker = new ChoiceTracker(req.n, { keepOutput: false });
     this.toolParsers = Array.from({ length: req.n }, () => toolCallParser(req, ctx.toolParser, true));
     this.toolCalls = new Array<number>(req.n).fill(0);
   }
@@ -100,16 +98,14 @@ export class ChatCompletionStreamer {
   push(event: EngineEvent): StreamFrame[] {
     if (this.ended) return [];
     const frames: StreamFrame[] = [];
+    const state = this.tracker.push(event);
     switch (event.type) {
       case "prompt":
-        this.promptTokens = event.promptTokenIds.length;
-        this.cachedTokens = event.cachedTokens;
         this.start(frames, event.promptTokenIds);
         break;
       case "delta": {
         this.start(frames, undefined);
         if (event.text === "" && event.tokenIds.length === 0) break;
-        this.tokens[event.choice] = (this.tokens[event.choice] ?? 0) + event.tokenIds.length;
         const parser = this.toolParsers[event.choice];
         const deltas = parser
           ? this.toolDeltas(event.choice, parser.push(event.text))
@@ -127,13 +123,12 @@ export class ChatCompletionStreamer {
             finish_reason: null,
             token_ids: this.req.return_token_ids ? (first ? event.tokenIds : []) : null,
           };
-          frames.push(this.chunk(choice, this.tokens[event.choice]!));
+          frames.push(this.chunk(choice, state!.tokens));
         });
         break;
       }
       case "finish": {
         this.start(frames, undefined);
-        this.tokens[event.choice] = event.completionTokens;
         const parser = this.toolParsers[event.choice];
         for (const delta of parser ? this.toolDeltas(event.choice, parser.finish()) : [])
           frames.push(
@@ -157,10 +152,17 @@ export class ChatCompletionStreamer {
       case "done":
         this.start(frames, undefined);
         if (this.includeUsage) {
-          const completion = this.tokens.reduce((a, b) => a + b, 0);
+          const prompt = this.tracker.prompt;
           frames.push({
             type: "chunk",
-            data: { ...this.envelope([]), usage: usage(this.promptTokens, completion, this.cachedTokens) },
+            data: {
+              ...this.envelope([]),
+              usage: usage(
+                prompt?.promptTokenIds.length ?? 0,
+                this.tracker.completionTokens(),
+                prompt?.cachedTokens ?? 0,
+              ),
+            },
           });
         }
         this.ended = true;
@@ -233,7 +235,8 @@ export class ChatCompletionStreamer {
     completionTokens: number,
   ): { type: "chunk"; data: ChatCompletionChunk } {
     const data = this.envelope([choice]);
-    if (this.continuousUsage) data.usage = usage(this.promptTokens, completionTokens);
+    if (this.continuousUsage)
+      data.usage = usage(this.tracker.prompt?.promptTokenIds.length ?? 0, completionTokens);
     return { type: "chunk", data };
   }
 }

@@ -10,7 +10,7 @@ import { RequestError } from "../core/request-error.ts";
 import { checkSupported } from "../core/structured/check-constraint.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
-import { engineErrorToApiError, invalidRequest } from "../errors.ts";
+import { asApiErrors, invalidRequest } from "../errors.ts";
 import type { CHAT_ONLY_FIELDS, ChatCompletionRequest } from "./chat-request.ts";
 
 export type { GenerationDefaults };
@@ -66,17 +66,14 @@ export function routeEngineRequest(
   output: RouteOutput,
   opts: ToEngineOptions,
 ): EngineRequest {
-  try {
-    return completeRequest(
+  return asApiErrors(() =>
+    completeRequest(
       opts.requestId,
       opts.prompt,
       toGenerateParams(req, output, opts.vocabSize, opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS),
       opts.generationDefaults,
-    );
-  } catch (err) {
-    if (err instanceof RequestError) throw engineErrorToApiError(err);
-    throw err;
-  }
+    ),
+  );
 }
 
 /** The request's fields under the engine's names; absent fields stay absent for the defaults. */

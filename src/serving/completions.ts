@@ -3,11 +3,10 @@
  * (src/serving/generation.ts has the rest) — one engine request per prompt, text or token ids as
  * given (no chat template), and vLLM-shaped text_completion responses.
  */
-import { RequestError } from "../core/request-error.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
-import { engineErrorToApiError } from "../errors.ts";
+import { asApiErrors } from "../errors.ts";
 import { type CompletionRequest, parseCompletionRequest } from "../protocol/completion-request.ts";
 import { CompletionAccumulator, type CompletionResponse } from "../protocol/completion-response.ts";
 import { type CompletionChunk, CompletionStreamer } from "../protocol/completion-stream.ts";
@@ -49,7 +48,7 @@ export class CompletionsService extends GenerationService<
     };
     return req.prompts.map((p, i) => {
       const param = req.prompts.length > 1 ? `prompt[${i}]` : "prompt";
-      if ("tokenIds" in p) vocabCheck(param, p.tokenIds, vocab);
+      if ("tokenIds" in p) asApiErrors(() => checkTokenIds(param, p.tokenIds, vocab));
       return routeEngineRequest(shared, output, {
         // vLLM: prompt i of a batch runs as "<id>-<i>".
         requestId: req.prompts.length > 1 ? `${requestId}-${i}` : requestId,
@@ -66,14 +65,5 @@ export class CompletionsService extends GenerationService<
 
   protected streamer(req: CompletionRequest, ctx: ResponseContext): Streamer<CompletionChunk> {
     return new CompletionStreamer(req, ctx);
-  }
-}
-
-function vocabCheck(param: string, ids: number[], vocab: number): void {
-  try {
-    checkTokenIds(param, ids, vocab);
-  } catch (err) {
-    if (err instanceof RequestError) throw engineErrorToApiError(err);
-    throw err;
   }
 }

@@ -147,12 +147,10 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   ): Promise<GenerationResult<J, C>> {
     const tally = ctx.usage;
     // Usage is attributed to the model even when it then turns out to have no weights to serve.
-    const resolution = this.deps.engine.registry.resolve(req.model);
-    if (resolution) {
-      tally.model = resolution.model.id;
-      tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
-    }
-    const model = this.deps.engine.model(req.model);
+    const resolution = this.deps.engine.resolve(req.model);
+    tally.model = resolution.model.id;
+    tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
+    const model = this.deps.engine.model(resolution);
     const requests = await this.engineRequests(req, model, tally.requestId);
     for (const request of requests) {
       request.limits = this.tokenLimits();

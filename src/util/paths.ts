@@ -6,7 +6,12 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** Absolute path of the repository checkout (this file lives in <repo>/src/util/). */
+/**
+ * Absolute path of the repository checkout (this file lives in <repo>/src/util/).
+ * Debt: installed as a package this is the package's folder under node_modules, so the default
+ * cache, models directory and database live there and go with a reinstall; a per-user default
+ * (XDG directories) would suit an installed CLI better.
+ */
 export const repoRoot: string = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 
 type Env = Record<string, string | undefined>;

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { runSetup, type SetupOptions } from "../../src/cli/commands/setup.ts";
-import { nextStamp, readStamp, stampCovers } from "../../src/cli/conversion-stamp.ts";
-import type { Converter } from "../../src/cli/run-conversion.ts";
+import { nextStamp, readStamp, stampCovers } from "../../src/models/convert/conversion-stamp.ts";
+import type { Converter } from "../../src/models/convert/run-conversion.ts";
 import type { ModelMeta } from "../../src/models/fetch/model-meta.ts";
 import { buildZip } from "../fetch/zip-fixture.ts";
 

@@ -20,11 +20,16 @@ export async function startServerProcess(opts: {
   dbPath: string;
   apiKey: string;
   extraArgs?: string[];
+  /** The command and its first arguments (default: this Node on the sources' CLI). */
+  command?: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
 }): Promise<ServerProcess> {
+  const [program, ...programArgs] = opts.command ?? [process.execPath, join(repoRoot, "src/cli/main.ts")];
   const child = spawn(
-    process.execPath,
+    program!,
     [
-      join(repoRoot, "src/cli/main.ts"),
+      ...programArgs,
       "serve",
       "--no-setup",
       "--port",
@@ -37,7 +42,11 @@ export async function startServerProcess(opts: {
       "8",
       ...(opts.extraArgs ?? []),
     ],
-    { env: { ...process.env, ORTSERVE_API_KEY: opts.apiKey }, stdio: ["ignore", "pipe", "pipe"] },
+    {
+      cwd: opts.cwd,
+      env: { ...(opts.env ?? process.env), ORTSERVE_API_KEY: opts.apiKey },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
   );
   let err = "";
   child.stderr!.on("data", (d: Buffer) => {

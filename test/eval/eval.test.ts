@@ -7,11 +7,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addCheckpoint } from "../../src/cli/commands/checkpoint.ts";
 import { evaluateCheckpoints } from "../../src/cli/commands/eval.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { parseDataset } from "../../src/eval/dataset.ts";
 import { jsonSchemaValidator } from "../../src/eval/json-valid.ts";
+import { addCheckpoint } from "../../src/models/checkpoint-install.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
 import { buildSyntheticModel, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 

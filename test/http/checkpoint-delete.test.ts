@@ -7,8 +7,9 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { addCheckpoint, removeCheckpoints } from "../../src/cli/commands/checkpoint.ts";
+import { removeCheckpoints } from "../../src/cli/commands/checkpoint.ts";
 import type { EngineEvent } from "../../src/core/types.ts";
+import { addCheckpoint } from "../../src/models/checkpoint-install.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
 import { writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 import {

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addCheckpoint } from "../../src/cli/commands/checkpoint.ts";
+import { addCheckpoint } from "../../src/models/checkpoint-install.ts";
 import { writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 import {
   addSyntheticModel,

@@ -12,10 +12,10 @@ import {
   type MockInstance,
   vi,
 } from "vitest";
-import { UsageError } from "../../src/cli/args.ts";
 import { run } from "../../src/cli/commands/checkpoint.ts";
 import { listCheckpoints } from "../../src/models/checkpoints.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
+import { UsageError } from "../../src/util/usage-error.ts";
 import { buildSyntheticModel, writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 import { tempModelsDir, writeCheckpoint } from "./fixtures.ts";
 

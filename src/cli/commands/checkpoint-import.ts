@@ -6,13 +6,18 @@
  * Each checkpoint is built in a hidden directory and renamed into place (installCheckpoint).
  */
 import { resolve } from "node:path";
+import {
+  addCheckpoint,
+  hasCheckpoint,
+  installCheckpoint,
+  servedModel,
+} from "../../models/checkpoint-install.ts";
 import type { ModelFormat } from "../../models/fetch/model-meta.ts";
 import { discoverCheckpoints, trainerMetrics } from "../../models/import/training-run.ts";
 import { ModelRegistry } from "../../models/registry.ts";
 import { modelsDir } from "../../util/paths.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
-import { UsageError } from "../args.ts";
-import { addCheckpoint, hasCheckpoint, installCheckpoint, servedModel } from "./checkpoint.ts";
+import { UsageError } from "../../util/usage-error.ts";
 
 export interface ImportOptions {
   runDir: string;

@@ -5,10 +5,11 @@
  */
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
+import { convertAndStamp, loadConverter } from "../../models/convert/run-conversion.ts";
 import { sha256File } from "../../models/fetch/digest.ts";
 import { ProgressBar } from "../../util/progress.ts";
-import { parseCommandLine, parseFormat, UsageError } from "../args.ts";
-import { convertAndStamp, loadConverter } from "../run-conversion.ts";
+import { UsageError } from "../../util/usage-error.ts";
+import { parseCommandLine, parseFormat } from "../args.ts";
 
 export const summary = "convert a GGUF file to ONNX in a model directory";
 

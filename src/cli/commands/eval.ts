@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
-import { parseCommandLine, parsePositiveInt, UsageError } from "../args.ts";
+import { UsageError } from "../../util/usage-error.ts";
+import { parseCommandLine, parsePositiveInt } from "../args.ts";
 
 export const summary = "evaluate a model's checkpoints on a JSONL dataset; metrics go into the listing";
 
@@ -110,7 +111,7 @@ export async function evaluateCheckpoints(
   const { evalTargets, runEvaluation } = await import("../../eval/run.ts");
   const { ResultStore } = await import("../../eval/results.ts");
   const { reportChart, reportTable } = await import("../../eval/report.ts");
-  const { servedModel } = await import("./checkpoint.ts");
+  const { servedModel } = await import("../../models/checkpoint-install.ts");
 
   const registry = ModelRegistry.load(modelsDir(opts.modelsDir));
   const model = servedModel(registry, opts.modelId);

@@ -6,7 +6,8 @@ import type { KeyInfo } from "../../storage/api-keys.ts";
 import { dbPath } from "../../storage/db.ts";
 import { openStorage } from "../../storage/storage.ts";
 import { formatTable } from "../../storage/table.ts";
-import { parseCommandLine, UsageError } from "../args.ts";
+import { UsageError } from "../../util/usage-error.ts";
+import { parseCommandLine } from "../args.ts";
 
 export const summary = "create, list and revoke API keys";
 

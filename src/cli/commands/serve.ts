@@ -3,13 +3,9 @@
  * of the models directory over the OpenAI-compatible HTTP API until SIGTERM/SIGINT, which drain
  * in-flight requests before exiting.
  */
-import {
-  parseCommandLine,
-  parseKvCacheDtype,
-  parseNonNegativeInt,
-  parsePositiveInt,
-  UsageError,
-} from "../args.ts";
+
+import { UsageError } from "../../util/usage-error.ts";
+import { parseCommandLine, parseKvCacheDtype, parseNonNegativeInt, parsePositiveInt } from "../args.ts";
 import { capYoungGeneration } from "../young-generation.ts";
 import { runSetup } from "./setup.ts";
 

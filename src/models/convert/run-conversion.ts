@@ -4,8 +4,8 @@
  * never convert (e.g. `setup --fetch-only`, `--help`) do not pay for loading it.
  */
 import { isAbsolute, relative, resolve } from "node:path";
-import type { ModelFormat } from "../models/fetch/model-meta.ts";
-import { ProgressBar, type ProgressStream } from "../util/progress.ts";
+import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
+import type { ModelFormat } from "../fetch/model-meta.ts";
 import { type ConversionStamp, nextStamp, readStamp, writeStamp } from "./conversion-stamp.ts";
 
 export type ConvertFn = (
@@ -20,7 +20,7 @@ export interface Converter {
 }
 
 export async function loadConverter(): Promise<Converter> {
-  const mod = await import("../models/convert/convert.ts");
+  const mod = await import("./convert.ts");
   return { convertGguf: mod.convertGguf, version: mod.CONVERTER_VERSION };
 }
 

@@ -5,7 +5,7 @@
  */
 import { access, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ModelFormat } from "../models/fetch/model-meta.ts";
+import type { ModelFormat } from "../fetch/model-meta.ts";
 
 export interface ConversionStamp {
   gguf_sha256: string;
