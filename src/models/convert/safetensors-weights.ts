@@ -30,6 +30,11 @@ export const HF_LLAMA_TENSOR_NAMES: TensorNames = {
   down: (l) => `model.layers.${l}.mlp.down_proj.weight`,
   attnNorm: (l) => `model.layers.${l}.input_layernorm.weight`,
   ffnNorm: (l) => `model.layers.${l}.post_attention_layernorm.weight`,
+  qBias: (l) => `model.layers.${l}.self_attn.q_proj.bias`,
+  kBias: (l) => `model.layers.${l}.self_attn.k_proj.bias`,
+  vBias: (l) => `model.layers.${l}.self_attn.v_proj.bias`,
+  qNorm: (l) => `model.layers.${l}.self_attn.q_norm.weight`,
+  kNorm: (l) => `model.layers.${l}.self_attn.k_norm.weight`,
 };
 
 class SafetensorsSource implements TensorSource {
