@@ -2,7 +2,8 @@
  * Each architecture row against llama.cpp: a synthetic GGUF with random F32 weights and the row's
  * features loads in llama.cpp and, converted to fp32, in ortserve's engine; both compute the same
  * logits (to float rounding) over a prompt and llama.cpp's greedy continuation, and greedy decoding
- * picks the same tokens.
+ * picks the same tokens. The same weights as a Hugging Face checkpoint (safetensors and config.json)
+ * convert to the same function.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,9 +11,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
+import { convertSafetensors } from "../../src/models/convert/convert-safetensors.ts";
 import { LlamaReference } from "../fidelity/llama-reference.ts";
 import { type OrtCandidate, openOrtCandidate } from "../fidelity/ort-candidate.ts";
-import { rowVocabulary, SYNTHETIC_ROWS, writeRowGguf } from "../fixtures/synthetic-architectures.ts";
+import {
+  rowVocabulary,
+  SYNTHETIC_ROWS,
+  writeRowCheckpoint,
+  writeRowGguf,
+} from "../fixtures/synthetic-architectures.ts";
 
 const PROMPT = [5, 40, 80, 120, 3, 200, 17, 260, 9, 99, 150, 42, 7, 33, 61, 250];
 const CONTINUATION = 24;
@@ -31,13 +38,14 @@ function relativeMaxError(a: Float32Array, b: Float32Array): number {
 
 describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama.cpp", (name, row) => {
   let root: string;
+  let gguf: string;
   let modelDir: string;
   let reference: LlamaReference;
   let ortserve: OrtCandidate;
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), `ortserve-row-${name}-`));
-    const gguf = writeRowGguf(join(root, `${name}.gguf`), row);
+    gguf = writeRowGguf(join(root, `${name}.gguf`), row);
     modelDir = join(root, name);
     await convertGguf(gguf, modelDir, { format: "fp32" });
     reference = await LlamaReference.load(gguf, { threads: 1, contextSize: 256 });
@@ -72,5 +80,19 @@ describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama
     expect(ours.length).toBe(theirs.length);
     expect(relativeMaxError(ours, theirs)).toBeLessThan(1e-5);
     expect(await ortserve.greedy!(PROMPT, greedy.length)).toEqual(greedy);
+  });
+
+  it("converts the same weights from a Hugging Face checkpoint to the same logits", async () => {
+    const checkpoint = join(root, "checkpoint");
+    writeRowCheckpoint(gguf, row, checkpoint);
+    const hfDir = join(root, `${name}-from-safetensors`);
+    convertSafetensors(checkpoint, modelDir, hfDir, { format: "fp32" });
+    const fromHf = await openOrtCandidate(hfDir, "fp32", 1);
+    try {
+      const tokens = [...PROMPT, 11, 12, 13];
+      expect(await fromHf.teacherForced(tokens)).toEqual(await ortserve.teacherForced(tokens));
+    } finally {
+      await fromHf.release();
+    }
   });
 });

@@ -4,11 +4,15 @@
  *
  *   node test/fidelity/run.ts [--format fp32|q4] [--threads N] [--kv-cache-dtype auto|float32|float16|int8]
  *                             [--no-exact] [--calibrate] [--no-setup]
+ *                             [--model-dir <converted model> --gguf <its source GGUF>]
  *
  * --kv-cache-dtype runs ortserve with that KV cache (as `serve --kv-cache-dtype`); the report's
  * `runtime` says which each format ran with.
  * --no-exact skips the second comparison against llama.cpp on a dequantized F32 copy of the GGUF;
  * --calibrate adds llama.cpp scored against itself (single-token decode, default settings).
+ *
+ * --model-dir and --gguf compare another converted model (any architecture row) with llama.cpp on
+ * its GGUF; the thresholds are the default model's.
  *
  * `npm run fidelity` only sets up the default (q4) flavour, so a missing format is produced here
  * through `setup` unless --no-setup is given.
@@ -28,14 +32,18 @@ const { values } = parseArgs({
     "no-exact": { type: "boolean" },
     calibrate: { type: "boolean" },
     "no-setup": { type: "boolean" },
+    "model-dir": { type: "string" },
+    gguf: { type: "string" },
   },
 });
+if ((values["model-dir"] === undefined) !== (values.gguf === undefined))
+  throw new Error("--model-dir and --gguf go together");
 
 const formats = (values.format ?? FORMATS) as ModelFormat[];
 for (const f of formats) if (!FORMATS.includes(f)) throw new Error(`unknown format: ${f}`);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-if (!values["no-setup"]) {
+if (!(values["no-setup"] || values["model-dir"])) {
   for (const format of formats) {
     if (!hasConvertedModel(defaultModelDir(), format)) await runSetup({ format, log });
   }
@@ -45,6 +53,8 @@ const report = await runFidelity({
   continuationTokens: 48,
   greedyTokens: 32,
   formats,
+  modelDir: values["model-dir"],
+  gguf: values.gguf,
   threads: values.threads ? Number(values.threads) : undefined,
   kvCacheDtype: parseKvCacheDtype(values["kv-cache-dtype"], "auto"),
   exact: !values["no-exact"],

@@ -4,7 +4,7 @@
  * Thresholds apply to the comparison with llama.cpp on the source (Q4_1) GGUF; the optional exact
  * reference (llama.cpp on a dequantized F32 copy) and self-consistency runs are figures only.
  */
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
@@ -36,7 +36,9 @@ export function defaultModelDir(): string {
 export interface FidelityOptions extends FidelityPlan {
   prompts?: readonly FidelityPrompt[];
   formats?: readonly ModelFormat[];
+  /** Another converted model than the default, with the GGUF it was converted from. */
   modelDir?: string;
+  gguf?: string;
   threads?: number;
   /** ortserve's KV cache element type (default "auto": each format's own). */
   kvCacheDtype?: KvCacheDtypeSetting;
@@ -101,7 +103,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
     }
   };
 
-  const gguf = await referenceGgufPath(MODEL_ID);
+  const gguf = opts.gguf ?? (await referenceGgufPath(MODEL_ID));
   const ref = await LlamaReference.load(gguf, { threads });
   try {
     log(`llama.cpp reference: ${prompts.length} prompts`);
@@ -166,7 +168,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
     }
 
     return {
-      model: MODEL_ID,
+      model: basename(modelDir),
       reference: {
         engine: "llama.cpp (node-llama-cpp, CPU)",
         gguf,
