@@ -102,6 +102,10 @@ export function readHyperparameters(
   const ropeDims = num(metadata, `${p}.rope.dimension_count`, headDim);
   if (ropeDims !== headDim)
     throw new Error(`rope.dimension_count ${ropeDims} differs from head_dim ${headDim}`);
+  // Linear and YaRN scaling change the angles too; refuse them rather than compute another model.
+  const scaling = metadata.get(`${p}.rope.scaling.type`);
+  if (scaling !== undefined && scaling !== "none")
+    throw new Error(`unsupported rope scaling ${JSON.stringify(scaling)} (${p}.rope.scaling.type)`);
   if (ropeFreqFactors && ropeFreqFactors.length !== headDim / 2)
     throw new Error(`${GGUF_ROPE_FREQS} has ${ropeFreqFactors.length} values, expected ${headDim / 2}`);
   return {
