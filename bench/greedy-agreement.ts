@@ -41,8 +41,8 @@ const QUESTIONS = [
   "Write a SQL query that returns the ten most recent orders.",
 ];
 
-const { getLlama } = await import("node-llama-cpp");
-const llama = await getLlama({ gpu: false, build: "never" });
+const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
 const vocab = await llama.loadModel({ modelPath: gguf, gpuLayers: 0, vocabOnly: true });
 const eos = new Set(readModelConfig(modelDir).decoder.eosTokenIds);
 const reference = await openLlamaEngine(gguf, threads, 1024);
