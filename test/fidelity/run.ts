@@ -6,12 +6,17 @@
  *
  *   node test/fidelity/run.ts [--format fp32|q4] [--threads N] [--kv-cache-dtype auto|float32|float16|int8]
  *                             [--no-exact] [--calibrate] [--no-setup]
+ *                             [--model-dir <converted model> --gguf <its source GGUF>] [--prompts N]
  *
  * --kv-cache-dtype runs ortserve with that KV cache (as `serve --kv-cache-dtype`); the report's
  * `runtime` says which each format ran with.
  * --no-exact skips the exact model: the figures against llama.cpp's quantized run are printed and
  * nothing is judged (exit 0);
  * --calibrate adds llama.cpp scored against itself (single-token decode, default settings).
+ *
+ * --model-dir and --gguf compare another converted model (any architecture row) with llama.cpp on
+ * its GGUF; the thresholds are the default model's. --prompts N scores only the first N prompts
+ * (larger models on a small machine).
  *
  * `npm run fidelity` only sets up the default (q4) flavour, so a missing format is produced here
  * through `setup` unless --no-setup is given.
@@ -21,6 +26,7 @@ import { parseKvCacheDtype } from "../../src/cli/args.ts";
 import { runSetup } from "../../src/cli/commands/setup.ts";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { hasConvertedModel } from "./ort-candidate.ts";
+import { fidelityPrompts } from "./prompts.ts";
 import { defaultModelDir, FORMATS, runFidelity } from "./suite.ts";
 
 const { values } = parseArgs({
@@ -31,14 +37,19 @@ const { values } = parseArgs({
     "no-exact": { type: "boolean" },
     calibrate: { type: "boolean" },
     "no-setup": { type: "boolean" },
+    "model-dir": { type: "string" },
+    gguf: { type: "string" },
+    prompts: { type: "string" },
   },
 });
+if ((values["model-dir"] === undefined) !== (values.gguf === undefined))
+  throw new Error("--model-dir and --gguf go together");
 
 const formats = (values.format ?? FORMATS) as ModelFormat[];
 for (const f of formats) if (!FORMATS.includes(f)) throw new Error(`unknown format: ${f}`);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-if (!values["no-setup"]) {
+if (!(values["no-setup"] || values["model-dir"])) {
   for (const format of formats) {
     if (!hasConvertedModel(defaultModelDir(), format)) await runSetup({ format, log });
   }
@@ -48,6 +59,9 @@ const report = await runFidelity({
   continuationTokens: 48,
   greedyTokens: 32,
   formats,
+  prompts: values.prompts ? fidelityPrompts.slice(0, Number(values.prompts)) : undefined,
+  modelDir: values["model-dir"],
+  gguf: values.gguf,
   threads: values.threads ? Number(values.threads) : undefined,
   kvCacheDtype: parseKvCacheDtype(values["kv-cache-dtype"], "auto"),
   exact: !values["no-exact"],

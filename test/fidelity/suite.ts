@@ -8,7 +8,7 @@
  * same reference. Agreement with llama.cpp's quantized run is reported, never judged: its Q8
  * activation arithmetic rounds differently on AVX2 and AVX-512, so it measures the CPU.
  */
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
@@ -45,7 +45,9 @@ export function defaultModelDir(): string {
 export interface FidelityOptions extends FidelityPlan {
   prompts?: readonly FidelityPrompt[];
   formats?: readonly ModelFormat[];
+  /** Another converted model than the default, with the GGUF it was converted from. */
   modelDir?: string;
+  gguf?: string;
   threads?: number;
   /** ortserve's KV cache element type (default "auto": each format's own). */
   kvCacheDtype?: KvCacheDtypeSetting;
@@ -121,7 +123,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
     }
   };
 
-  const gguf = await referenceGgufPath(MODEL_ID);
+  const gguf = opts.gguf ?? (await referenceGgufPath(MODEL_ID));
   const ref = await LlamaReference.load(gguf, { threads });
   try {
     log(`llama.cpp reference: ${prompts.length} prompts`);
@@ -192,7 +194,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
     }
 
     return {
-      model: MODEL_ID,
+      model: basename(modelDir),
       reference: {
         engine: "llama.cpp (node-llama-cpp, CPU)",
         gguf,

@@ -27,6 +27,23 @@ export const ARCHITECTURES: Record<string, ArchitectureSpec> = {
     qkvBias: false,
     qkNorm: false,
   },
+  // llama.cpp keeps qwen2 and qwen3 Q/K rows in Hugging Face order and rotates halves (NEOX).
+  qwen2: {
+    gguf: "qwen2",
+    modelType: "qwen2",
+    hfArchitecture: "Qwen2ForCausalLM",
+    unpermuteQk: false,
+    qkvBias: true,
+    qkNorm: false,
+  },
+  qwen3: {
+    gguf: "qwen3",
+    modelType: "qwen3",
+    hfArchitecture: "Qwen3ForCausalLM",
+    unpermuteQk: false,
+    qkvBias: false,
+    qkNorm: true,
+  },
 };
 
 export interface Hyperparameters {
@@ -40,8 +57,16 @@ export interface Hyperparameters {
   vocab: number;
   contextLength: number;
   ropeTheta: number;
+  /**
+   * Per rotated pair, the divisor of its frequency (Llama 3's rope_scaling, which GGUF files carry
+   * as the `rope_freqs.weight` tensor); undefined = plain RoPE.
+   */
+  ropeFreqFactors?: Float32Array;
   rmsEps: number;
 }
+
+/** The GGUF tensor holding RoPE frequency divisors (Llama 3.x rope_scaling). */
+export const GGUF_ROPE_FREQS = "rope_freqs.weight";
 
 function num(metadata: Map<string, GgufValue>, key: string, fallback?: number): number {
   const v = metadata.get(key);
@@ -54,7 +79,11 @@ function num(metadata: Map<string, GgufValue>, key: string, fallback?: number): 
   throw new Error(`GGUF metadata ${key} is not a number`);
 }
 
-export function readHyperparameters(metadata: Map<string, GgufValue>): Hyperparameters {
+/** `ropeFreqFactors`: the file's `rope_freqs.weight` tensor, when it has one. */
+export function readHyperparameters(
+  metadata: Map<string, GgufValue>,
+  ropeFreqFactors?: Float32Array,
+): Hyperparameters {
   const name = metadata.get("general.architecture");
   const arch = typeof name === "string" ? ARCHITECTURES[name] : undefined;
   if (!arch)
@@ -66,6 +95,19 @@ export function readHyperparameters(metadata: Map<string, GgufValue>): Hyperpara
   const heads = num(metadata, `${p}.attention.head_count`);
   const tokens = metadata.get("tokenizer.ggml.tokens");
   const tokenCount = Array.isArray(tokens) ? tokens.length : undefined;
+  const headDim = num(metadata, `${p}.attention.key_length`, hidden / heads);
+  const valueDim = num(metadata, `${p}.attention.value_length`, headDim);
+  if (valueDim !== headDim) throw new Error(`value_length ${valueDim} differs from key_length ${headDim}`);
+  // Partial rotary (RoPE on the first dimensions of each head only) is not a row yet.
+  const ropeDims = num(metadata, `${p}.rope.dimension_count`, headDim);
+  if (ropeDims !== headDim)
+    throw new Error(`rope.dimension_count ${ropeDims} differs from head_dim ${headDim}`);
+  // Linear and YaRN scaling change the angles too; refuse them rather than compute another model.
+  const scaling = metadata.get(`${p}.rope.scaling.type`);
+  if (scaling !== undefined && scaling !== "none")
+    throw new Error(`unsupported rope scaling ${JSON.stringify(scaling)} (${p}.rope.scaling.type)`);
+  if (ropeFreqFactors && ropeFreqFactors.length !== headDim / 2)
+    throw new Error(`${GGUF_ROPE_FREQS} has ${ropeFreqFactors.length} values, expected ${headDim / 2}`);
   return {
     arch,
     layers: num(metadata, `${p}.block_count`),
@@ -73,12 +115,58 @@ export function readHyperparameters(metadata: Map<string, GgufValue>): Hyperpara
     ffn: num(metadata, `${p}.feed_forward_length`),
     heads,
     kvHeads: num(metadata, `${p}.attention.head_count_kv`, heads),
-    headDim: num(metadata, `${p}.attention.key_length`, hidden / heads),
+    headDim,
     vocab: num(metadata, `${p}.vocab_size`, tokenCount),
     contextLength: num(metadata, `${p}.context_length`),
     ropeTheta: num(metadata, `${p}.rope.freq_base`, 10000),
+    ropeFreqFactors,
     rmsEps: num(metadata, `${p}.attention.layer_norm_rms_epsilon`),
   };
+}
+
+/**
+ * Llama 3's `rope_scaling` (rope_type "llama3") as per-pair frequency divisors, computed as
+ * llama.cpp's converter computes the `rope_freqs` tensor it writes: long wavelengths slowed by
+ * `factor`, short ones kept, the band between blended.
+ */
+export function llama3RopeFreqFactors(
+  headDim: number,
+  theta: number,
+  scaling: { factor: number; lowFreqFactor: number; highFreqFactor: number; originalContext: number },
+): Float32Array {
+  const { factor, lowFreqFactor, highFreqFactor, originalContext } = scaling;
+  const lowFreqWavelen = originalContext / lowFreqFactor;
+  const highFreqWavelen = originalContext / highFreqFactor;
+  const out = new Float32Array(headDim / 2);
+  for (let i = 0; i < headDim / 2; i++) {
+    const freq = Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / headDim)));
+    const wavelen = (2 * Math.PI) / freq;
+    if (wavelen < highFreqWavelen) out[i] = 1;
+    else if (wavelen > lowFreqWavelen) out[i] = factor;
+    else {
+      const smooth = (originalContext / wavelen - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+      out[i] = 1 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return out;
+}
+
+/** config.json's rope_scaling as frequency divisors; only Llama 3's type changes the graph. */
+function hfRopeFreqFactors(config: Record<string, unknown>, headDim: number, theta: number) {
+  const scaling = config.rope_scaling as Record<string, unknown> | null | undefined;
+  if (!scaling) return undefined;
+  const type = scaling.rope_type ?? scaling.type;
+  if (type === "default") return undefined;
+  if (type !== "llama3")
+    throw new Error(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: llama3`);
+  const get = (key: string, fallback: number) =>
+    typeof scaling[key] === "number" ? (scaling[key] as number) : fallback;
+  return llama3RopeFreqFactors(headDim, theta, {
+    factor: get("factor", 8),
+    lowFreqFactor: get("low_freq_factor", 1),
+    highFreqFactor: get("high_freq_factor", 4),
+    originalContext: get("original_max_position_embeddings", 8192),
+  });
 }
 
 /** Hyperparameters from a Hugging Face config.json (a training run's), by its model_type. */
@@ -97,6 +185,8 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
   };
   const hidden = get("hidden_size");
   const heads = get("num_attention_heads");
+  const headDim = get("head_dim", hidden / heads);
+  const ropeTheta = get("rope_theta", 10000);
   return {
     arch,
     layers: get("num_hidden_layers"),
@@ -104,10 +194,11 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
     ffn: get("intermediate_size"),
     heads,
     kvHeads: get("num_key_value_heads", heads),
-    headDim: get("head_dim", hidden / heads),
+    headDim,
     vocab: get("vocab_size"),
     contextLength: get("max_position_embeddings"),
-    ropeTheta: get("rope_theta", 10000),
+    ropeTheta,
+    ropeFreqFactors: hfRopeFreqFactors(config, headDim, ropeTheta),
     rmsEps: get("rms_norm_eps"),
   };
 }

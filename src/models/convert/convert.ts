@@ -1,5 +1,5 @@
 /**
- * `ortserve convert`: a llama-family GGUF file → a model directory in the Hugging Face layout that
+ * `ortserve convert`: a GGUF file of an architecture in architectures.ts → a model directory in the Hugging Face layout that
  * ortserve and transformers.js load: config.json, generation_config.json, tokenizer.json,
  * tokenizer_config.json and onnx/<model>.onnx + external data.
  */
@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:f
 import { join } from "node:path";
 import { openGguf } from "../gguf/reader.ts";
 import type { GgufValue } from "../gguf/types.ts";
-import { type Hyperparameters, readHyperparameters } from "./architectures.ts";
+import { GGUF_ROPE_FREQS, type Hyperparameters, readHyperparameters } from "./architectures.ts";
 import { emitDecoderGraph, type WeightProvider } from "./decoder-graph.ts";
 import { ggufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
 import { buildGenerationConfig, buildModelConfig, onnxFileName, type SpecialTokenIds } from "./hf-config.ts";
@@ -15,7 +15,7 @@ import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
 
 /** Bumped whenever converted output changes, so cached conversions are redone. */
-export const CONVERTER_VERSION = "4";
+export const CONVERTER_VERSION = "5";
 
 export interface ConvertOptions {
   format: WeightFormat;
@@ -38,9 +38,9 @@ function tokenIds(metadata: Map<string, GgufValue>): SpecialTokenIds {
     const v = metadata.get(key);
     return typeof v === "number" ? v : undefined;
   };
-  const eos = id("tokenizer.ggml.eos_token_id");
-  const eot = id("tokenizer.ggml.eot_token_id");
-  const eosIds = [...new Set([eos, eot].filter((v): v is number => v !== undefined))];
+  // Every id that ends a turn stops generation (Llama 3: <|end_of_text|>, <|eot_id|>, <|eom_id|>).
+  const ends = ["eos", "eot", "eom"].map((k) => id(`tokenizer.ggml.${k}_token_id`));
+  const eosIds = [...new Set(ends.filter((v): v is number => v !== undefined))];
   return { bosId: id("tokenizer.ggml.bos_token_id"), eosIds, padId: id("tokenizer.ggml.padding_token_id") };
 }
 
@@ -51,7 +51,8 @@ export async function convertGguf(
 ): Promise<{ files: string[] }> {
   const file = openGguf(ggufPath);
   try {
-    const hp = readHyperparameters(file.metadata);
+    const ropeFreqs = file.tensor(GGUF_ROPE_FREQS);
+    const hp = readHyperparameters(file.metadata, ropeFreqs && file.dequantize(ropeFreqs));
     const tied = !file.tensor("output.weight");
     const ids = tokenIds(file.metadata);
     const modelName = onnxFileName(opts.format);

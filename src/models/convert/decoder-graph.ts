@@ -34,6 +34,10 @@ export interface WeightProvider {
   lmHead(): LinearWeight | undefined;
   /** Packed Q, K, V rows (Q/K already in half-rotation RoPE order). */
   qkv(layer: number): LinearWeight;
+  /** Packed Q, K, V biases in the same order, for architectures that have them. */
+  qkvBias(layer: number): Float32Array | undefined;
+  /** Per-head RMSNorm weights [head_dim] for Q and K, for architectures that have them. */
+  qkNorm(layer: number): { q: Float32Array; k: Float32Array } | undefined;
   attnOutput(layer: number): LinearWeight;
   /** Packed gate and up rows. */
   gateUp(layer: number): LinearWeight;
@@ -42,11 +46,15 @@ export interface WeightProvider {
   outputNorm(): Float32Array;
 }
 
-/** RoPE tables computed the way llama.cpp does (float32, theta advanced by repeated multiplication). */
+/**
+ * RoPE tables computed the way llama.cpp does (float32, theta advanced by repeated multiplication,
+ * each pair's angle divided by its frequency factor when the model has them).
+ */
 export function ropeCaches(
   maxPositions: number,
   headDim: number,
   theta: number,
+  freqFactors?: Float32Array,
 ): [Float32Array, Float32Array] {
   const half = headDim / 2;
   const cos = new Float32Array(maxPositions * half);
@@ -55,8 +63,9 @@ export function ropeCaches(
   for (let p = 0; p < maxPositions; p++) {
     let t = Math.fround(p);
     for (let i = 0; i < half; i++) {
-      cos[p * half + i] = Math.cos(t);
-      sin[p * half + i] = Math.sin(t);
+      const angle = freqFactors ? Math.fround(t / freqFactors[i]!) : t;
+      cos[p * half + i] = Math.cos(angle);
+      sin[p * half + i] = Math.sin(angle);
       t = Math.fround(t * thetaScale);
     }
   }
@@ -185,7 +194,7 @@ class DecoderGraphEmitter {
       "total_seq_len",
       { to: OnnxDataType.INT32 },
     );
-    const [cos, sin] = ropeCaches(hp.contextLength, hp.headDim, hp.ropeTheta);
+    const [cos, sin] = ropeCaches(hp.contextLength, hp.headDim, hp.ropeTheta, hp.ropeFreqFactors);
     const cosCache = g.initializer("rope.cos_cache", F, [hp.contextLength, hp.headDim / 2], cos);
     const sinCache = g.initializer("rope.sin_cache", F, [hp.contextLength, hp.headDim / 2], sin);
 
@@ -210,7 +219,11 @@ class DecoderGraphEmitter {
 
     for (let l = 0; l < hp.layers; l++) {
       const p = `layers.${l}`;
-      const qkv = this.linear(`${p}.qkv_proj`, weights.qkv(l))(normed);
+      const qkv = this.qkNormed(
+        p,
+        this.qkvBiased(p, this.linear(`${p}.qkv_proj`, weights.qkv(l))(normed), weights.qkvBias(l)),
+        weights.qkNorm(l),
+      );
       // GroupQueryAttention rotates Q and K itself, at the positions fed in position_ids (input 9), so
       // chunked prefills and ragged batched rows rotate exactly as a separate RotaryEmbedding would.
       const [attn] = g.node(
@@ -287,6 +300,53 @@ class DecoderGraphEmitter {
     const head = lmHeadWeight ? this.linear("lm_head", lmHeadWeight) : (embedApply ?? this.tiedFloatHead());
     g.node("Identity", [head(kept)], ["logits"]);
     g.output("logits", F, ["batch_size", "logits_length", hp.vocab]);
+  }
+
+  private qkvBiased(prefix: string, qkv: string, bias: Float32Array | undefined): string {
+    if (!bias) return qkv;
+    const g = this.g;
+    return g.op(
+      "Add",
+      [qkv, g.initializer(`${prefix}.qkv_bias`, F, [bias.length], bias)],
+      `${prefix}.qkv_biased`,
+    );
+  }
+
+  /**
+   * Per-head RMSNorm of Q and K (before GroupQueryAttention rotates them), as llama.cpp applies it:
+   * each head's head_dim values normalized on their own, scaled by one shared weight.
+   */
+  private qkNormed(
+    prefix: string,
+    qkv: string,
+    norms: { q: Float32Array; k: Float32Array } | undefined,
+  ): string {
+    if (!norms) return qkv;
+    const { g, hp } = this;
+    const qDim = hp.heads * hp.headDim;
+    const kvDim = hp.kvHeads * hp.headDim;
+    const [q, k, v] = g.node(
+      "Split",
+      [qkv, g.int64s([qDim, kvDim, kvDim])],
+      [`${prefix}.q_raw`, `${prefix}.k_raw`, `${prefix}.v`],
+      { axis: -1 },
+    );
+    const perHead = (x: string, weight: Float32Array, name: string) => {
+      const heads = g.op("Reshape", [x, g.int64s([0, 0, -1, hp.headDim])], `${prefix}.${name}_heads`);
+      const normed = g.op(
+        "SimplifiedLayerNormalization",
+        [heads, g.initializer(`${prefix}.${name}_norm`, F, [hp.headDim], weight)],
+        `${prefix}.${name}_heads_normed`,
+        { axis: -1, epsilon: { float: hp.rmsEps }, stash_type: 1 },
+      );
+      return g.op("Reshape", [normed, g.int64s([0, 0, -1])], `${prefix}.${name}_normed`);
+    };
+    return g.op(
+      "Concat",
+      [perHead(q!, norms.q, "q"), perHead(k!, norms.k, "k"), v!],
+      `${prefix}.qkv_normed`,
+      { axis: -1 },
+    );
   }
 
   /** Tied float head: logits = h x E^T; the transpose of the initializer is folded at session load. */

@@ -28,6 +28,11 @@ export const GGUF_TENSOR_NAMES: TensorNames = {
   down: (l) => `blk.${l}.ffn_down.weight`,
   attnNorm: (l) => `blk.${l}.attn_norm.weight`,
   ffnNorm: (l) => `blk.${l}.ffn_norm.weight`,
+  qBias: (l) => `blk.${l}.attn_q.bias`,
+  kBias: (l) => `blk.${l}.attn_k.bias`,
+  vBias: (l) => `blk.${l}.attn_v.bias`,
+  qNorm: (l) => `blk.${l}.attn_q_norm.weight`,
+  kNorm: (l) => `blk.${l}.attn_k_norm.weight`,
 };
 
 class GgufTensorSource implements TensorSource {
@@ -68,8 +73,12 @@ class GgufTensorSource implements TensorSource {
     return packNBits(info.type, bytes, n, k, () => this.floats(name, heads));
   }
 
-  vector(name: string): Float32Array {
-    return this.file.dequantize(this.info(name));
+  vector(name: string, heads?: number): Float32Array {
+    const values = this.file.dequantize(this.info(name));
+    if (!(heads && this.unpermuteQk)) return values;
+    const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    const moved = unpermuteLlamaRows(bytes, values.length, heads);
+    return new Float32Array(moved.buffer, moved.byteOffset, values.length);
   }
 }
 

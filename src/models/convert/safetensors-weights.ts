@@ -1,8 +1,8 @@
 /**
- * Llama-family weights out of Hugging Face safetensors (a training run's checkpoint): the
- * transformers tensor names, float weights (F32/F16/BF16) quantized here for format q4 (Q4_1
- * blocks for the projections, like the default model's, mapped exactly onto MatMulNBits). Q/K rows
- * are already in half-rotation order.
+ * Weights out of Hugging Face safetensors (a training run's checkpoint): the transformers tensor
+ * names, which the llama, qwen2 and qwen3 rows share, float weights (F32/F16/BF16) quantized here
+ * for format q4 (Q4_1 blocks for the projections, like the default model's, mapped exactly onto
+ * MatMulNBits). Q/K rows are already in half-rotation order.
  */
 
 import { quantize } from "../gguf/quantize.ts";
@@ -30,6 +30,11 @@ export const HF_LLAMA_TENSOR_NAMES: TensorNames = {
   down: (l) => `model.layers.${l}.mlp.down_proj.weight`,
   attnNorm: (l) => `model.layers.${l}.input_layernorm.weight`,
   ffnNorm: (l) => `model.layers.${l}.post_attention_layernorm.weight`,
+  qBias: (l) => `model.layers.${l}.self_attn.q_proj.bias`,
+  kBias: (l) => `model.layers.${l}.self_attn.k_proj.bias`,
+  vBias: (l) => `model.layers.${l}.self_attn.v_proj.bias`,
+  qNorm: (l) => `model.layers.${l}.self_attn.q_norm.weight`,
+  kNorm: (l) => `model.layers.${l}.self_attn.k_norm.weight`,
 };
 
 class SafetensorsSource implements TensorSource {
@@ -77,7 +82,5 @@ export function safetensorsWeightProvider(
   tied: boolean,
   format: WeightFormat,
 ): TableWeightProvider {
-  if (hp.arch.modelType !== "llama")
-    throw new Error(`safetensors import supports llama models, not ${hp.arch.modelType}`);
   return new TableWeightProvider(new SafetensorsSource(set, tied), HF_LLAMA_TENSOR_NAMES, hp, format);
 }

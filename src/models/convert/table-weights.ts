@@ -3,6 +3,7 @@
  * (gguf-weights.ts) and Hugging Face safetensors (safetensors-weights.ts) differ only in their
  * source and their names, so stacking (QKV, gate/up), packing and the embedding rule live here once.
  */
+import type { ArchitectureSpec } from "./architectures.ts";
 import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
 import { concatNBits, type NBitsWeight, quantize8 } from "./quantized-weights.ts";
 
@@ -15,8 +16,8 @@ export interface TensorSource {
   floats(name: string, heads?: number): Float32Array;
   /** Packed MatMulNBits blocks (4-bit where the source allows, else 8-bit). */
   nbits(name: string, heads?: number): NBitsWeight;
-  /** A 1-D tensor (norm weights). */
-  vector(name: string): Float32Array;
+  /** A 1-D tensor (norm weights, biases); `heads` as for Q/K rows. */
+  vector(name: string, heads?: number): Float32Array;
 }
 
 /** Tensor names of one naming scheme. */
@@ -34,6 +35,13 @@ export interface TensorNames {
   down(layer: number): string;
   attnNorm(layer: number): string;
   ffnNorm(layer: number): string;
+  /** Q/K/V biases (qwen2). */
+  qBias(layer: number): string;
+  kBias(layer: number): string;
+  vBias(layer: number): string;
+  /** Per-head RMSNorm weights on Q and K (qwen3). */
+  qNorm(layer: number): string;
+  kNorm(layer: number): string;
 }
 
 export class TableWeightProvider implements WeightProvider {
@@ -42,11 +50,12 @@ export class TableWeightProvider implements WeightProvider {
   private readonly format: WeightFormat;
   private readonly heads: number;
   private readonly kvHeads: number;
+  private readonly arch: ArchitectureSpec;
 
   constructor(
     source: TensorSource,
     names: TensorNames,
-    hp: { heads: number; kvHeads: number },
+    hp: { heads: number; kvHeads: number; arch: ArchitectureSpec },
     format: WeightFormat,
   ) {
     this.source = source;
@@ -54,6 +63,7 @@ export class TableWeightProvider implements WeightProvider {
     this.format = format;
     this.heads = hp.heads;
     this.kvHeads = hp.kvHeads;
+    this.arch = hp.arch;
   }
 
   private shape(name: string): { n: number; k: number } {
@@ -101,6 +111,28 @@ export class TableWeightProvider implements WeightProvider {
       { name: n.k(layer), heads: this.kvHeads },
       { name: n.v(layer) },
     ]);
+  }
+
+  qkvBias(layer: number): Float32Array | undefined {
+    if (!this.arch.qkvBias) return undefined;
+    const n = this.names;
+    const parts = [
+      this.source.vector(n.qBias(layer), this.heads),
+      this.source.vector(n.kBias(layer), this.kvHeads),
+      this.source.vector(n.vBias(layer)),
+    ];
+    const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+
+  qkNorm(layer: number): { q: Float32Array; k: Float32Array } | undefined {
+    if (!this.arch.qkNorm) return undefined;
+    return { q: this.source.vector(this.names.qNorm(layer)), k: this.source.vector(this.names.kNorm(layer)) };
   }
 
   attnOutput(layer: number): LinearWeight {

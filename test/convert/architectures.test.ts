@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import {
+  hyperparametersFromHfConfig,
+  llama3RopeFreqFactors,
+  readHyperparameters,
+} from "../../src/models/convert/architectures.ts";
+import type { GgufValue } from "../../src/models/gguf/types.ts";
+
+function qwen3Metadata(extra: Record<string, GgufValue> = {}): Map<string, GgufValue> {
+  return new Map<string, GgufValue>(
+    Object.entries({
+      "general.architecture": "qwen3",
+      "qwen3.block_count": 28,
+      "qwen3.context_length": 40960,
+      "qwen3.embedding_length": 1024,
+      "qwen3.feed_forward_length": 3072,
+      "qwen3.attention.head_count": 16,
+      "qwen3.attention.head_count_kv": 8,
+      "qwen3.attention.key_length": 128,
+      "qwen3.attention.value_length": 128,
+      "qwen3.rope.freq_base": 1000000,
+      "qwen3.attention.layer_norm_rms_epsilon": 1e-6,
+      "qwen3.vocab_size": 151936,
+      ...extra,
+    }),
+  );
+}
+
+describe("architecture rows", () => {
+  it("reads a row's hyperparameters, head_dim from key_length", () => {
+    const hp = readHyperparameters(qwen3Metadata());
+    expect(hp.arch).toMatchObject({ gguf: "qwen3", qkNorm: true, qkvBias: false, unpermuteQk: false });
+    expect(hp).toMatchObject({ hidden: 1024, heads: 16, kvHeads: 8, headDim: 128, ropeTheta: 1e6 });
+    expect(hp.ropeFreqFactors).toBeUndefined();
+  });
+
+  it("names the supported architectures when the file's is not one", () => {
+    expect(() => readHyperparameters(qwen3Metadata({ "general.architecture": "gemma3" }))).toThrow(
+      'unsupported architecture "gemma3"; supported: llama, qwen2, qwen3',
+    );
+  });
+
+  it("refuses what would silently compute another model", () => {
+    expect(() => readHyperparameters(qwen3Metadata({ "qwen3.rope.scaling.type": "yarn" }))).toThrow(
+      /unsupported rope scaling "yarn"/,
+    );
+    expect(() => readHyperparameters(qwen3Metadata({ "qwen3.rope.dimension_count": 64 }))).toThrow(
+      /rope.dimension_count 64 differs from head_dim 128/,
+    );
+    expect(() => readHyperparameters(qwen3Metadata(), new Float32Array(32))).toThrow(
+      /rope_freqs.weight has 32 values, expected 64/,
+    );
+  });
+
+  it("computes Llama 3.1's rope_scaling as frequency divisors: fast pairs kept, slow ones divided by factor", () => {
+    const f = llama3RopeFreqFactors(128, 500000, {
+      factor: 8,
+      lowFreqFactor: 1,
+      highFreqFactor: 4,
+      originalContext: 8192,
+    });
+    expect(f).toHaveLength(64);
+    expect(f[0]).toBe(1);
+    expect(f[63]).toBe(8);
+    const blended = [...f].filter((v) => v > 1 && v < 8);
+    expect(blended.length).toBeGreaterThan(0);
+    for (let i = 1; i < f.length; i++) expect(f[i]!).toBeGreaterThanOrEqual(f[i - 1]!);
+  });
+
+  it("reads rope_scaling from a Hugging Face config and refuses types it does not compute", () => {
+    const config = {
+      model_type: "llama",
+      hidden_size: 2048,
+      num_attention_heads: 32,
+      num_key_value_heads: 8,
+      num_hidden_layers: 16,
+      intermediate_size: 8192,
+      vocab_size: 128256,
+      max_position_embeddings: 131072,
+      rms_norm_eps: 1e-5,
+      rope_theta: 500000,
+      rope_scaling: {
+        rope_type: "llama3",
+        factor: 32,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 8192,
+      },
+    };
+    const hp = hyperparametersFromHfConfig(config);
+    expect(hp.headDim).toBe(64);
+    expect(hp.ropeFreqFactors).toEqual(
+      llama3RopeFreqFactors(64, 500000, {
+        factor: 32,
+        lowFreqFactor: 1,
+        highFreqFactor: 4,
+        originalContext: 8192,
+      }),
+    );
+    expect(() => hyperparametersFromHfConfig({ ...config, rope_scaling: { rope_type: "yarn" } })).toThrow(
+      /unsupported rope_scaling type "yarn"/,
+    );
+  });
+});
