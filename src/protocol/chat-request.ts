@@ -316,6 +316,11 @@ export function checkSharedRules(r: SharedWire, maxTokens: number | undefined): 
     throw invalidRequest("stream_options can only be set when stream is true.", "stream_options");
   if (r.prompt_logprobs !== undefined && r.stream && r.prompt_logprobs !== 0)
     throw invalidRequest("prompt_logprobs are not available when stream is true.", "prompt_logprobs");
+  if (r.truncate_prompt_tokens === 0n)
+    throw invalidRequest(
+      "truncate_prompt_tokens must be -1 (as many as fit) or at least 1, got 0.",
+      "truncate_prompt_tokens",
+    );
   if (maxTokens !== undefined && r.min_tokens > maxTokens)
     throw invalidRequest(
       `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${r.min_tokens}.`,
