@@ -131,7 +131,11 @@ export const logitBiasSchema: Schema<[number, number][]> = transform(jsonObject(
     );
   const byId = new Map<number, number>();
   for (const [key, value] of Object.entries(bias)) {
-    const v = number().parse(value, childPath(path, key.trim()));
+    // The common case without building a path per entry (a bias map may have a vocabulary's entries).
+    const v =
+      typeof value === "number" && Number.isFinite(value)
+        ? value
+        : number().parse(value, childPath(path, key.trim()));
     byId.set(Number(key), Math.min(100, Math.max(-100, v)));
   }
   return [...byId];

@@ -204,6 +204,9 @@ describe("/metrics", () => {
     }
     expect(sum(samples, "ortserve_queue_depth")).toBe(0);
     expect(sum(samples, "ortserve_running_sequences")).toBe(0);
+    // Fair share between callers is on by default; nobody waits now.
+    const shares = samples.filter((x) => x.name === "ortserve_waiting_shares");
+    expect(shares.map((x) => [x.labels.fair_share, x.value])).toEqual([["on", 0]]);
     // Steps that ran decode rows and a prompt chunk as one pass are some of the steps.
     const steps = sum(samples, "ortserve_engine_steps_total");
     expect(steps).toBeGreaterThan(0);
