@@ -5,7 +5,7 @@
  * applied in to-engine.ts.
  */
 import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
-import { invalidRequest, unsupportedField } from "../errors.ts";
+import { invalidRequest } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
 import { requestObject } from "./json-body.ts";
 import { type ChatMessage, messagesSchema } from "./messages.ts";
@@ -25,6 +25,7 @@ import {
 import {
   array,
   boolean,
+  documented,
   type Infer,
   int64,
   integer,
@@ -34,9 +35,11 @@ import {
   number,
   object,
   optional,
+  refused,
   required,
   string,
   transform,
+  valueError,
   withDefault,
 } from "./schema.ts";
 import { structuredConstraint } from "./structured-outputs.ts";
@@ -49,15 +52,21 @@ import {
 
 const nullable = { nullable: true };
 
+/** -1 (as many as fit) or at least 1: 0 would keep no prompt. */
+const truncatePromptTokens = documented(
+  transform(int64({ minimum: -1n }), (n, path) => {
+    if (n === 0n) throw valueError(path, "expected -1 (as many as fit) or at least 1, but got 0 instead.");
+    return n;
+  }),
+  { not: { const: 0 } },
+);
+
 // ---- the request table (order and notes follow the service spec) ----
 
 /** The chat request's fields; the completions request shares every field that is not chat-only. */
 export const requestShape = {
   messages: required(messagesSchema, { description: "The conversation so far." }),
-  model: optional(string(), {
-    ...nullable,
-    description: "Model ID. Typed nullable as in the reference schema, but required for a working request.",
-  }),
+  model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
   frequency_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
   presence_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
   logit_bias: optional(logitBiasSchema, {
@@ -122,7 +131,7 @@ export const requestShape = {
   }),
   skip_special_tokens: withDefault(boolean(), true),
   spaces_between_special_tokens: withDefault(boolean(), true),
-  truncate_prompt_tokens: optional(int64({ minimum: -1n }), {
+  truncate_prompt_tokens: optional(truncatePromptTokens, {
     ...nullable,
     description: "Keep the last N prompt tokens; -1: as many as fit.",
   }),
@@ -151,9 +160,9 @@ export const requestShape = {
   }),
   chat_template: optional(string(), nullable),
   chat_template_kwargs: optional(jsonObject(), nullable),
-  mm_processor_kwargs: optional(jsonObject(), {
+  mm_processor_kwargs: optional(refused("the served model is text-only"), {
     ...nullable,
-    description: "Rejected: the served models are text-only.",
+    description: "Only null: the served models are text-only.",
   }),
   structured_outputs: optional(structuredOutputsSchema, {
     ...nullable,
@@ -301,8 +310,6 @@ function checkCombinations(r: WireRequest): void {
       "continue_final_message",
     );
   checkToolChoice(r.tool_choice, r.tools);
-  if (r.mm_processor_kwargs !== undefined)
-    throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
   checkSharedRules(r, r.max_completion_tokens ?? r.max_tokens);
 }
 
@@ -316,11 +323,6 @@ export function checkSharedRules(r: SharedWire, maxTokens: number | undefined): 
     throw invalidRequest("stream_options can only be set when stream is true.", "stream_options");
   if (r.prompt_logprobs !== undefined && r.stream && r.prompt_logprobs !== 0)
     throw invalidRequest("prompt_logprobs are not available when stream is true.", "prompt_logprobs");
-  if (r.truncate_prompt_tokens === 0n)
-    throw invalidRequest(
-      "truncate_prompt_tokens must be -1 (as many as fit) or at least 1, got 0.",
-      "truncate_prompt_tokens",
-    );
   if (maxTokens !== undefined && r.min_tokens > maxTokens)
     throw invalidRequest(
       `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${r.min_tokens}.`,

@@ -15,14 +15,15 @@ import { requestObject } from "./json-body.ts";
 import {
   array,
   boolean,
+  documented,
   type Infer,
   indexPath,
   integer,
   object,
   optional,
+  refused,
   required,
   type Schema,
-  string,
   typeError,
   valueError,
   withDefault,
@@ -100,15 +101,27 @@ const completionShape = {
     ...nullable,
     description: `Most tokens to generate per choice (default ${DEFAULT_COMPLETION_MAX_TOKENS}; null: what the context leaves). 0 only with echo: score the prompt.`,
   }),
-  suffix: optional(string(), { ...nullable, description: "Rejected: the served models do not insert." }),
+  suffix: optional(refused("the served models cannot insert text before a suffix"), {
+    ...nullable,
+    description: "Only null: the served models do not insert.",
+  }),
   add_special_tokens: withDefault(boolean(), true, {
     description: "Add the tokenizer's special tokens (such as BOS) to text prompts.",
   }),
 };
 
-export const completionRequestSchema = object(completionShape, {
-  description: "A completion request (OpenAI legacy completions, with vLLM's extra fields).",
-});
+export const completionRequestSchema = documented(
+  object(completionShape, {
+    description: "A completion request (OpenAI legacy completions, with vLLM's extra fields).",
+  }),
+  // max_tokens 0 scores the prompt, which only echo returns (checkCompletionRules).
+  {
+    anyOf: [
+      { properties: { max_tokens: { not: { const: 0 } } } },
+      { properties: { echo: { const: true } }, required: ["echo"] },
+    ],
+  },
+);
 
 type WireCompletion = Infer<typeof completionRequestSchema>;
 
@@ -137,8 +150,6 @@ export function parseCompletionRequest(body: unknown, rawText?: string): Complet
 }
 
 function checkCompletionRules(r: WireCompletion, maxTokens: number | undefined): void {
-  if (r.suffix !== undefined)
-    throw unsupportedField("suffix", "the served models cannot insert text before a suffix");
   if (maxTokens === 0 && !r.echo)
     throw invalidRequest(
       "max_tokens must be at least 1, got 0 (0 is only allowed with echo=true, to score the prompt).",

@@ -52,7 +52,7 @@ status=0
 hooks="$PWD/test/fuzz"
 (cd "$work" && SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$hooks" "$venv/bin/schemathesis" run "$url/openapi.json" \
   -H "Authorization: Bearer $key" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+  --checks "${CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance}" \
   --phases examples,coverage,fuzzing,stateful \
   --max-examples "$examples" \
   --workers 2 \

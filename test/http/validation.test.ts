@@ -144,7 +144,7 @@ const cases: FieldCase[] = [
   {
     field: "model",
     ok: [{ value: "tiny" }, { value: "prio" }],
-    bad: [{ value: null, code: "missing_required_parameter" }, { value: 5 }, { value: ["tiny"] }],
+    bad: [{ value: null, code: "invalid_type" }, { value: 5 }, { value: ["tiny"] }],
   },
   {
     field: "frequency_penalty",
