@@ -15,6 +15,7 @@ import {
   type RepetitionDetectionParams,
   repetitionDetectionSchema,
   responseFormatSchema,
+  SHARED_RULES_DOC,
   type StreamOptions,
   stopSchema,
   streamOptionsSchema,
@@ -189,9 +190,29 @@ export const requestShape = {
   repetition_detection: optional(repetitionDetectionSchema, nullable),
 };
 
-export const chatCompletionRequestSchema = object(requestShape, {
-  description: "A chat completion request (OpenAI-compatible, with vLLM's extra fields).",
-});
+export const chatCompletionRequestSchema = documented(
+  object(requestShape, {
+    description: "A chat completion request (OpenAI-compatible, with vLLM's extra fields).",
+  }),
+  // The rules across fields that JSON Schema can state (checkCombinations, checkSharedRules).
+  {
+    allOf: [
+      ...SHARED_RULES_DOC,
+      {
+        anyOf: [
+          { properties: { top_logprobs: { enum: [0, null] } } },
+          { properties: { logprobs: { const: true } }, required: ["logprobs"] },
+        ],
+      },
+      {
+        anyOf: [
+          { properties: { continue_final_message: { const: false } } },
+          { properties: { add_generation_prompt: { const: false } }, required: ["add_generation_prompt"] },
+        ],
+      },
+    ],
+  },
+);
 
 type WireRequest = Infer<typeof chatCompletionRequestSchema>;
 

@@ -12,6 +12,7 @@ import {
   sharedParsed,
 } from "./chat-request.ts";
 import { requestObject } from "./json-body.ts";
+import { SHARED_RULES_DOC } from "./request-fields.ts";
 import {
   array,
   boolean,
@@ -114,11 +115,17 @@ export const completionRequestSchema = documented(
   object(completionShape, {
     description: "A completion request (OpenAI legacy completions, with vLLM's extra fields).",
   }),
-  // max_tokens 0 scores the prompt, which only echo returns (checkCompletionRules).
+  // The rules across fields that JSON Schema can state: the shared ones, and max_tokens 0 (which
+  // scores the prompt) only with echo (checkCompletionRules).
   {
-    anyOf: [
-      { properties: { max_tokens: { not: { const: 0 } } } },
-      { properties: { echo: { const: true } }, required: ["echo"] },
+    allOf: [
+      ...SHARED_RULES_DOC,
+      {
+        anyOf: [
+          { properties: { max_tokens: { not: { const: 0 } } } },
+          { properties: { echo: { const: true } }, required: ["echo"] },
+        ],
+      },
     ],
   },
 );
