@@ -241,6 +241,9 @@ export class Engine {
   async prompt(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
     if ("tokenIds" in input) return { tokenIds: input.tokenIds };
     if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
+    // Debt: a chat prompt too long for any context is refused by size only in the worker, after it
+    // was rendered here; a few megabyte-sized renders at once hold both template threads, and small
+    // requests wait behind them (bench/hostile-prompts.ts: about 1 s with all five hostile bodies).
     const { messages, addSpecialTokens, ...chat } = input;
     const rendered = await this.templates.render(model.info.chatSource, {
       ...chat,

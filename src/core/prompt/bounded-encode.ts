@@ -42,7 +42,11 @@ function safeCutBefore(text: string, to: number): number {
   return -1;
 }
 
-/** The text in pieces of about `size` characters, each ending at a safe cut (the last at the end). */
+/**
+ * The text in pieces of about `size` characters, each ending at a safe cut (the last at the end).
+ * Debt: a stretch with no safe cut (a run of one letter, digits, punctuation) is one piece however
+ * long; only the size bound limits it (in the tokenizer's thread, so no step waits for it).
+ */
 export function* pieces(text: string, size = PIECE_CHARS): Generator<string> {
   let start = 0;
   while (text.length - start > size) {

@@ -88,7 +88,8 @@ export class FairShareQueue<T extends SharedQueued> {
     list.splice(i, 1);
     if (list.length === 0) this.shares.delete(key);
     this.count--;
-    // Shares with nothing waiting are forgotten once no one waits: the map stays as small as the queue.
+    // Debt: shares are forgotten only once no one waits; a queue that never drains keeps one entry
+    // per caller admitted since it last did.
     if (this.count === 0) this.lastAdmitted.clear();
     return true;
   }
