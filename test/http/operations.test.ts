@@ -275,14 +275,14 @@ describe("/openapi.json", () => {
     expect((paths["/openapi.json"]!.get as Json).security).toBeUndefined();
   });
 
-  it("the request schema lists exactly the spec's fields; messages is required; unknown fields are not allowed", () => {
+  it("the request schema lists exactly the spec's fields; messages and model are required; unknown fields are not allowed", () => {
     const request = ((doc.components as Json).schemas as Json).ChatCompletionRequest as {
       properties: Json;
       required: string[];
       additionalProperties: boolean;
     };
     expect(Object.keys(request.properties)).toEqual([...SPEC_REQUEST_FIELDS]);
-    expect(request.required).toEqual(["messages"]);
+    expect(request.required).toEqual(["messages", "model"]);
     expect(request.additionalProperties).toBe(false);
     const seed = request.properties.seed as Json;
     expect(seed).toMatchObject({
