@@ -60,6 +60,7 @@ async function benchOrtserve(prompts: number[][], long: Record<number, number[]>
     kvCacheDtype: "auto",
     jumpForward: true,
     grammarCompileTimeoutMs: 0,
+    fairShare: true,
   };
   const pool = new EnginePool({ workers: 1, maxRequestsPerWorker: 64 });
   await timed(pool, config, request(prompts[0]!, 8, "warm-up"));

@@ -28,6 +28,8 @@ export class ApiError extends Error {
   readonly code: string | null;
   /** Seconds after which a retry may succeed (the Retry-After header of a 429 or 503). */
   retryAfterSeconds?: number;
+  /** The methods the path answers (the Allow header of a 405). */
+  allow?: string[];
 
   constructor(
     status: number,
@@ -87,6 +89,19 @@ export function unauthorized(
 
 export function notFound(message: string, param: string | null = null, code = "not_found"): ApiError {
   return new ApiError(404, "not_found_error", message, param, code);
+}
+
+/** 405 with Allow: the path exists, but not for this method. */
+export function methodNotAllowed(method: string, path: string, allow: string[]): ApiError {
+  const err = new ApiError(
+    405,
+    "invalid_request_error",
+    `${method} is not allowed on ${path}; it answers ${allow.join(", ")}.`,
+    null,
+    "method_not_allowed",
+  );
+  err.allow = allow;
+  return err;
 }
 
 export function modelNotFound(model: string): ApiError {

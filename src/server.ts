@@ -44,6 +44,8 @@ export interface ServerConfig {
   jumpForward: boolean;
   /** Milliseconds a new structured-output constraint may take to compile; 0: no budget. */
   grammarCompileTimeoutMs: number;
+  /** Admission alternates between API keys and projects of equal priority (default: on). */
+  fairShare?: boolean;
   maxBodyBytes: number;
   /** Chat template rendering threads and per-render budgets. */
   templates: TemplatePoolOptions;
@@ -115,6 +117,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     kvCacheDtype: config.kvCacheDtype,
     jumpForward: config.jumpForward,
     grammarCompileTimeoutMs: config.grammarCompileTimeoutMs,
+    fairShare: config.fairShare ?? true,
     templates: config.templates,
   });
   let draining = false;
@@ -167,6 +170,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       for (const [key, s] of Object.entries(stats)) {
         const engine = (JSON.parse(key) as { modelDir: string }).modelDir;
         metrics.queueDepth.set(s.waiting, { engine });
+        metrics.waitingShares.set(s.waitingShares, { engine, fair_share: s.fairShare ? "on" : "off" });
         metrics.runningSequences.set(s.running, { engine });
         metrics.kvCacheBytes.set(s.kvBytes, { engine });
         metrics.kvCacheUsedBytes.set(s.kvUsedBytes, { engine });

@@ -42,6 +42,11 @@ export interface EngineRequest {
   lengthPenalty: number;
   repetitionDetection?: RepetitionDetection;
   priority: number;
+  /**
+   * Whose share of admission the request counts against (the caller's API key and project; not a
+   * request field): with fair share on, admission alternates between shares of equal priority.
+   */
+  shareKey?: string;
   cacheSalt?: string;
   /** Structured output: every choice's tokens are limited to this grammar. */
   constraint?: StructuredConstraint;
@@ -139,4 +144,6 @@ export interface EngineCoreConfig {
   jumpForward: boolean;
   /** Milliseconds a new structured-output constraint may take to compile (0: no budget). */
   grammarCompileTimeoutMs: number;
+  /** Admission alternates between callers' shares (EngineRequest.shareKey) of equal priority. */
+  fairShare: boolean;
 }

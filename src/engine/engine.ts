@@ -71,6 +71,8 @@ export interface EngineOptions {
   jumpForward?: boolean;
   /** Milliseconds a new structured-output constraint may take to compile; 0: no budget. */
   grammarCompileTimeoutMs?: number;
+  /** Admission alternates between callers (EngineRequest.shareKey) of equal priority (default: on). */
+  fairShare?: boolean;
   /** Chat template rendering: its threads and each render's time and output budgets. */
   templates?: Partial<TemplatePoolOptions>;
 }
@@ -87,6 +89,7 @@ export const ENGINE_DEFAULTS = {
   jumpForward: true,
   // The JSONSchemaBench sample compiles in 8.7 ms at the median, 7.2 s at p99 (bench/README.md).
   grammarCompileTimeoutMs: 10_000,
+  fairShare: true,
   templates: TEMPLATE_POOL_DEFAULTS,
 } as const;
 
@@ -186,6 +189,7 @@ export class Engine {
       kvCacheDtype: options.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype,
       jumpForward: options.jumpForward ?? ENGINE_DEFAULTS.jumpForward,
       grammarCompileTimeoutMs: options.grammarCompileTimeoutMs ?? ENGINE_DEFAULTS.grammarCompileTimeoutMs,
+      fairShare: options.fairShare ?? ENGINE_DEFAULTS.fairShare,
     };
     this.format = options.format;
     this.pool = new EnginePool({ workers: this.options.workers, maxRequestsPerWorker: 1024 });
@@ -237,6 +241,7 @@ export class Engine {
         kvCacheDtype: o.kvCacheDtype,
         jumpForward: o.jumpForward,
         grammarCompileTimeoutMs: o.grammarCompileTimeoutMs,
+        fairShare: o.fairShare,
       },
     };
   }
@@ -245,6 +250,9 @@ export class Engine {
   async prompt(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
     if ("tokenIds" in input) return { tokenIds: input.tokenIds };
     if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
+    // Debt: a chat prompt too long for any context is refused by size only in the worker, after it
+    // was rendered here; a few megabyte-sized renders at once hold both template threads, and small
+    // requests wait behind them (bench/hostile-prompts.ts: about 1 s with all five hostile bodies).
     const { messages, addSpecialTokens, ...chat } = input;
     const rendered = await this.templates.render(model.info.chatSource, {
       ...chat,

@@ -3,7 +3,14 @@
  * responses. Handlers stay thin: JSON in, JSON or SSE out; the work happens in src/serving/.
  */
 import express, { type NextFunction, type Request, type Response } from "express";
-import { ApiError, internalError, modelNotFound, notFound, payloadTooLarge } from "../errors.ts";
+import {
+  ApiError,
+  internalError,
+  methodNotAllowed,
+  modelNotFound,
+  notFound,
+  payloadTooLarge,
+} from "../errors.ts";
 import { listCheckpoints } from "../models/checkpoints.ts";
 import type { ModelRegistry } from "../models/registry.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -12,6 +19,7 @@ import { type DeleteCheckpointsResponse, parseDeleteCheckpoints } from "../proto
 import { buildOpenApiDocument } from "../protocol/openapi.ts";
 import type { GenerationEndpoint } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
+import { allowedMethods } from "./allowed-methods.ts";
 import { authenticate } from "./auth.ts";
 import { generationRoute } from "./generation-route.ts";
 import { type JsonBody, jsonBody } from "./json-body.ts";
@@ -119,6 +127,8 @@ export function createApp(deps: AppDeps): express.Express {
     v1.post(r.path, usage.onRoute, jsonBody(deps.maxBodyBytes), generationRoute(r.service));
 
   app.use((req) => {
+    const allow = allowedMethods(req.path);
+    if (allow) throw methodNotAllowed(req.method, req.path, allow);
     throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
   });
 
@@ -144,6 +154,7 @@ export function createApp(deps: AppDeps): express.Express {
         return;
       }
       if (api.retryAfterSeconds !== undefined) res.setHeader("Retry-After", String(api.retryAfterSeconds));
+      if (api.allow) res.setHeader("Allow", api.allow.join(", "));
       res.status(api.status).json(api.toBody());
     });
   });

@@ -1,12 +1,13 @@
 /**
- * Bearer API keys on every /v1 route (OPTIONS exempt), and the optional `<team>/<project>` header
- * for usage tracking (`Compat-Project`, or `OpenAI-Project` as the official SDKs send it).
+ * Bearer API keys on every /v1 route (OPTIONS exempt), and the optional project header for usage
+ * tracking: `Compat-Project: <team>/<project>`, or `OpenAI-Project` as the official SDKs send it
+ * (a project id alone, or `<team>/<project>`).
  */
 import type { NextFunction, Request, Response } from "express";
 import { unauthorized } from "../errors.ts";
 import type { Caller } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
-import { parseProjectHeader } from "../storage/usage.ts";
+import { parseOpenAIProjectHeader, parseProjectHeader } from "../storage/usage.ts";
 
 export type { Caller };
 
@@ -32,22 +33,23 @@ export function authenticate(keys: ApiKeys) {
       next(unauthorized(header ? "Invalid API key." : undefined));
       return;
     }
-    let team: string | null = null;
-    let project: string | null = null;
     // Known before the project header is checked, so a refused request is still attributed to its key.
-    req.caller = { keyId: key.id, team, project };
-    for (const name of ["Compat-Project", "OpenAI-Project"]) {
-      const value = req.get(name);
-      if (value === undefined) continue;
-      try {
-        ({ team, project } = parseProjectHeader(value, name));
-      } catch (err) {
-        next(err);
-        return;
-      }
-      break;
+    req.caller = { keyId: key.id, team: null, project: null };
+    const compat = req.get("Compat-Project");
+    const sdk = req.get("OpenAI-Project");
+    try {
+      // Compat-Project wins when both are sent.
+      const { team, project } =
+        compat !== undefined
+          ? parseProjectHeader(compat)
+          : sdk !== undefined
+            ? parseOpenAIProjectHeader(sdk)
+            : { team: null, project: null };
+      req.caller = { keyId: key.id, team, project };
+    } catch (err) {
+      next(err);
+      return;
     }
-    req.caller = { keyId: key.id, team, project };
     next();
   };
 }

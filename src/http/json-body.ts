@@ -9,14 +9,21 @@ import { invalidRequest } from "../errors.ts";
  */
 export const MAX_JSON_DEPTH = 128;
 
-/** The top-level field (or null for the body itself) holding nesting beyond `max`, if any. */
+/**
+ * The top-level field (or null for the body itself) holding nesting beyond `max`, if any. Only
+ * objects and arrays are visited (a 100,000-number array costs one pass, no allocation per item).
+ */
 function tooDeep(value: unknown, max: number): { at: string | null } | undefined {
-  const stack: [unknown, number, string | null][] = [[value, 0, null]];
+  const stack: [object, number, string | null][] = [];
+  const visit = (v: unknown, depth: number, field: string | null) => {
+    if (typeof v === "object" && v !== null) stack.push([v, depth, field]);
+  };
+  visit(value, 0, null);
   while (stack.length > 0) {
     const [v, depth, field] = stack.pop()!;
-    if (typeof v !== "object" || v === null) continue;
     if (depth >= max) return { at: field };
-    for (const [k, child] of Object.entries(v)) stack.push([child, depth + 1, field ?? k]);
+    if (Array.isArray(v)) for (const child of v) visit(child, depth + 1, field);
+    else for (const [k, child] of Object.entries(v)) visit(child, depth + 1, field ?? k);
   }
   return undefined;
 }

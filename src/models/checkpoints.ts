@@ -2,7 +2,7 @@
  * GET /v1/preview/models/{model_id}/checkpoints as a pure function of the model and the raw query:
  * cursor pagination by step. The HTTP layer only turns thrown ApiErrors into responses.
  */
-import { type ApiError, invalidRequest } from "../errors.ts";
+import { type ApiError, invalidRequest, notFound } from "../errors.ts";
 import type { ServedModel } from "./registry.ts";
 
 export interface CheckpointItem {
@@ -62,8 +62,15 @@ export function listCheckpoints(model: ServedModel, query: Record<string, unknow
   let start = 0;
   if (after !== undefined) {
     const cursor = after.toLowerCase();
+    if (cursor === "") throw invalidRequest("after must name a checkpoint id, got an empty string", "after");
     const at = ordered.findIndex((c) => c.id === cursor);
-    if (at < 0) throw invalidRequest(`after: no checkpoint with id "${after}" in model ${model.id}`, "after");
+    // A well-formed cursor naming no checkpoint of this model: the resource it names is not found.
+    if (at < 0)
+      throw notFound(
+        `after: no checkpoint with id "${after}" in model ${model.id}`,
+        "after",
+        "checkpoint_not_found",
+      );
     start = at + 1;
   }
   const page = ordered.slice(start, start + limit);

@@ -64,6 +64,7 @@ export class Metrics {
   readonly ttft = new Histogram(SECONDS);
   readonly queueTime = new Histogram(SECONDS);
   readonly queueDepth = new Gauge();
+  readonly waitingShares = new Gauge();
   readonly runningSequences = new Gauge();
   readonly kvCacheBytes = new Gauge();
   readonly kvCacheUsedBytes = new Gauge();
@@ -126,6 +127,11 @@ export class Metrics {
       this.queueTime,
     );
     gauge("ortserve_queue_depth", "Requests waiting for admission, per engine.", this.queueDepth);
+    gauge(
+      "ortserve_waiting_shares",
+      "Callers (API key and project) with requests waiting, per engine; label fair_share: whether admission alternates between them (on) or follows arrival (off).",
+      this.waitingShares,
+    );
     gauge(
       "ortserve_running_sequences",
       "Sequences being prefilled or decoded, per engine.",

@@ -5,7 +5,7 @@
  * applied in to-engine.ts.
  */
 import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
-import { invalidRequest, unsupportedField } from "../errors.ts";
+import { invalidRequest } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
 import { requestObject } from "./json-body.ts";
 import { type ChatMessage, messagesSchema } from "./messages.ts";
@@ -15,6 +15,7 @@ import {
   type RepetitionDetectionParams,
   repetitionDetectionSchema,
   responseFormatSchema,
+  SHARED_RULES_DOC,
   type StreamOptions,
   stopSchema,
   streamOptionsSchema,
@@ -25,6 +26,7 @@ import {
 import {
   array,
   boolean,
+  documented,
   type Infer,
   int64,
   integer,
@@ -34,9 +36,11 @@ import {
   number,
   object,
   optional,
+  refused,
   required,
   string,
   transform,
+  valueError,
   withDefault,
 } from "./schema.ts";
 import { structuredConstraint } from "./structured-outputs.ts";
@@ -49,15 +53,21 @@ import {
 
 const nullable = { nullable: true };
 
+/** -1 (as many as fit) or at least 1: 0 would keep no prompt. */
+const truncatePromptTokens = documented(
+  transform(int64({ minimum: -1n }), (n, path) => {
+    if (n === 0n) throw valueError(path, "expected -1 (as many as fit) or at least 1, but got 0 instead.");
+    return n;
+  }),
+  { not: { const: 0 } },
+);
+
 // ---- the request table (order and notes follow the service spec) ----
 
 /** The chat request's fields; the completions request shares every field that is not chat-only. */
 export const requestShape = {
   messages: required(messagesSchema, { description: "The conversation so far." }),
-  model: optional(string(), {
-    ...nullable,
-    description: "Model ID. Typed nullable as in the reference schema, but required for a working request.",
-  }),
+  model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
   frequency_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
   presence_penalty: withDefault(number({ minimum: -2, maximum: 2 }), 0, nullable),
   logit_bias: optional(logitBiasSchema, {
@@ -122,7 +132,7 @@ export const requestShape = {
   }),
   skip_special_tokens: withDefault(boolean(), true),
   spaces_between_special_tokens: withDefault(boolean(), true),
-  truncate_prompt_tokens: optional(int64({ minimum: -1n }), {
+  truncate_prompt_tokens: optional(truncatePromptTokens, {
     ...nullable,
     description: "Keep the last N prompt tokens; -1: as many as fit.",
   }),
@@ -151,9 +161,9 @@ export const requestShape = {
   }),
   chat_template: optional(string(), nullable),
   chat_template_kwargs: optional(jsonObject(), nullable),
-  mm_processor_kwargs: optional(jsonObject(), {
+  mm_processor_kwargs: optional(refused("the served model is text-only"), {
     ...nullable,
-    description: "Rejected: the served models are text-only.",
+    description: "Only null: the served models are text-only.",
   }),
   structured_outputs: optional(structuredOutputsSchema, {
     ...nullable,
@@ -180,9 +190,29 @@ export const requestShape = {
   repetition_detection: optional(repetitionDetectionSchema, nullable),
 };
 
-export const chatCompletionRequestSchema = object(requestShape, {
-  description: "A chat completion request (OpenAI-compatible, with vLLM's extra fields).",
-});
+export const chatCompletionRequestSchema = documented(
+  object(requestShape, {
+    description: "A chat completion request (OpenAI-compatible, with vLLM's extra fields).",
+  }),
+  // The rules across fields that JSON Schema can state (checkCombinations, checkSharedRules).
+  {
+    allOf: [
+      ...SHARED_RULES_DOC,
+      {
+        anyOf: [
+          { properties: { top_logprobs: { enum: [0, null] } } },
+          { properties: { logprobs: { const: true } }, required: ["logprobs"] },
+        ],
+      },
+      {
+        anyOf: [
+          { properties: { continue_final_message: { const: false } } },
+          { properties: { add_generation_prompt: { const: false } }, required: ["add_generation_prompt"] },
+        ],
+      },
+    ],
+  },
+);
 
 type WireRequest = Infer<typeof chatCompletionRequestSchema>;
 
@@ -301,8 +331,6 @@ function checkCombinations(r: WireRequest): void {
       "continue_final_message",
     );
   checkToolChoice(r.tool_choice, r.tools);
-  if (r.mm_processor_kwargs !== undefined)
-    throw unsupportedField("mm_processor_kwargs", "the served model is text-only");
   checkSharedRules(r, r.max_completion_tokens ?? r.max_tokens);
 }
 

@@ -12,17 +12,19 @@ import {
   sharedParsed,
 } from "./chat-request.ts";
 import { requestObject } from "./json-body.ts";
+import { SHARED_RULES_DOC } from "./request-fields.ts";
 import {
   array,
   boolean,
+  documented,
   type Infer,
   indexPath,
   integer,
   object,
   optional,
+  refused,
   required,
   type Schema,
-  string,
   typeError,
   valueError,
   withDefault,
@@ -100,15 +102,33 @@ const completionShape = {
     ...nullable,
     description: `Most tokens to generate per choice (default ${DEFAULT_COMPLETION_MAX_TOKENS}; null: what the context leaves). 0 only with echo: score the prompt.`,
   }),
-  suffix: optional(string(), { ...nullable, description: "Rejected: the served models do not insert." }),
+  suffix: optional(refused("the served models cannot insert text before a suffix"), {
+    ...nullable,
+    description: "Only null: the served models do not insert.",
+  }),
   add_special_tokens: withDefault(boolean(), true, {
     description: "Add the tokenizer's special tokens (such as BOS) to text prompts.",
   }),
 };
 
-export const completionRequestSchema = object(completionShape, {
-  description: "A completion request (OpenAI legacy completions, with vLLM's extra fields).",
-});
+export const completionRequestSchema = documented(
+  object(completionShape, {
+    description: "A completion request (OpenAI legacy completions, with vLLM's extra fields).",
+  }),
+  // The rules across fields that JSON Schema can state: the shared ones, and max_tokens 0 (which
+  // scores the prompt) only with echo (checkCompletionRules).
+  {
+    allOf: [
+      ...SHARED_RULES_DOC,
+      {
+        anyOf: [
+          { properties: { max_tokens: { not: { const: 0 } } } },
+          { properties: { echo: { const: true } }, required: ["echo"] },
+        ],
+      },
+    ],
+  },
+);
 
 type WireCompletion = Infer<typeof completionRequestSchema>;
 
@@ -137,8 +157,6 @@ export function parseCompletionRequest(body: unknown, rawText?: string): Complet
 }
 
 function checkCompletionRules(r: WireCompletion, maxTokens: number | undefined): void {
-  if (r.suffix !== undefined)
-    throw unsupportedField("suffix", "the served models cannot insert text before a suffix");
   if (maxTokens === 0 && !r.echo)
     throw invalidRequest(
       "max_tokens must be at least 1, got 0 (0 is only allowed with echo=true, to score the prompt).",

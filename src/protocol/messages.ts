@@ -13,6 +13,7 @@ import {
   literal,
   object,
   optional,
+  refused,
   required,
   type Schema,
   type Shape,
@@ -133,12 +134,11 @@ const assistantMessage = transform(
       }),
       // A response message sent back as history carries these output-only fields.
       annotations: optional(array(jsonObject()), nullable),
-      audio: optional(object({ id: required(string()) }), nullable),
+      audio: optional(refused("the served model is text-only"), nullable),
     },
     { description: "A previous reply of the model." },
   ),
-  (m, path): ChatMessage => {
-    if (m.audio !== undefined) throw unsupportedField(`${path}.audio`, "the served model is text-only");
+  (m): ChatMessage => {
     const { annotations: _a, audio: _b, reasoning_content, ...rest } = m;
     return rest.reasoning === undefined && reasoning_content !== undefined
       ? { ...rest, reasoning: reasoning_content }

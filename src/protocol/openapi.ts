@@ -2,6 +2,8 @@
  * The OpenAPI 3.1 document of the service. The chat completion request schema is generated from
  * the same schema objects that validate requests, so the two cannot drift.
  */
+
+import { MAX_PROJECT_ID } from "../storage/usage.ts";
 import { chatCompletionRequestSchema } from "./chat-request.ts";
 import { deleteCheckpointsRequestSchema, deleteCheckpointsResponseSchema } from "./checkpoint-delete.ts";
 import { completionRequestSchema } from "./completion-request.ts";
@@ -27,13 +29,30 @@ const commonErrors = {
   "401": errorResponse("Missing or invalid API key."),
 };
 
-const projectHeader = {
-  name: "Compat-Project",
-  in: "header",
-  required: false,
-  description: "Team and project for usage tracking, as <team>/<project>.",
-  schema: { type: "string", pattern: "^[^/]+/[^/]+$" },
-};
+/** One part of `<team>/<project>`: 1 to 64 of letters, digits, ".", "_", "-", and not "." or "..". */
+const PROJECT_PART =
+  "(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}|\\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,62}|\\.\\.[A-Za-z0-9._-]{1,62})";
+
+const projectHeaders = [
+  {
+    name: "Compat-Project",
+    in: "header",
+    required: false,
+    description:
+      'Team and project for usage tracking, as <team>/<project>: each part 1 to 64 of letters, digits, ".", "_", "-", and not "." or "..". Wins over OpenAI-Project.',
+    schema: { type: "string", pattern: `^${PROJECT_PART}/${PROJECT_PART}$` },
+  },
+  {
+    name: "OpenAI-Project",
+    in: "header",
+    required: false,
+    description: `What the official SDKs send for their project option: a project id alone (such as proj_abc123; 1 to ${MAX_PROJECT_ID} printable ASCII characters, no leading or trailing space), recorded with no team, or <team>/<project> as Compat-Project takes it.`,
+    schema: {
+      type: "string",
+      pattern: `^[\\x21-\\x7e](?:[\\x20-\\x7e]{0,${MAX_PROJECT_ID - 2}}[\\x21-\\x7e])?$`,
+    },
+  },
+];
 
 const generationErrors = {
   ...commonErrors,
@@ -64,7 +83,7 @@ export function buildOpenApiDocument(): object {
         post: {
           operationId: "createChatCompletion",
           summary: "Generate a model reply for a list of chat messages.",
-          parameters: [projectHeader],
+          parameters: projectHeaders,
           requestBody: { required: true, content: json(ref("ChatCompletionRequest")) },
           responses: {
             "200": {
@@ -83,7 +102,7 @@ export function buildOpenApiDocument(): object {
           operationId: "createCompletion",
           summary:
             "Continue one or more prompts (text or token ids); with echo and max_tokens 0, score them.",
-          parameters: [projectHeader],
+          parameters: projectHeaders,
           requestBody: { required: true, content: json(ref("CompletionRequest")) },
           responses: {
             "200": {
@@ -117,8 +136,9 @@ export function buildOpenApiDocument(): object {
               name: "after",
               in: "query",
               required: false,
-              description: "Cursor: ID of the last item of the previous page.",
-              schema: { type: "string" },
+              description:
+                "Cursor: ID of the last item of the previous page (a 404 when the model has no such checkpoint).",
+              schema: { type: "string", minLength: 1 },
             },
             {
               name: "limit",
@@ -138,7 +158,7 @@ export function buildOpenApiDocument(): object {
           responses: {
             "200": { description: "One page of checkpoints.", content: json(ref("CheckpointList")) },
             ...commonErrors,
-            "404": errorResponse("Unknown model."),
+            "404": errorResponse("Unknown model, or an after cursor naming none of its checkpoints."),
           },
         },
         delete: {

@@ -2,10 +2,12 @@
  * Schemas of the request fields that carry their own rules (objects, unions, normalisations), kept
  * apart from the field table in chat-request.ts.
  */
+
 import {
   array,
   boolean,
   childPath,
+  documented,
   type Infer,
   integer,
   isArray,
@@ -23,6 +25,7 @@ import {
   valueError,
   withDefault,
 } from "./schema.ts";
+import { STRUCTURED_CONSTRAINTS } from "./structured-outputs.ts";
 
 const nullable = { nullable: true };
 
@@ -68,29 +71,40 @@ export const toolSchema = object({
 
 export type Tool = Infer<typeof toolSchema>;
 
-export const structuredOutputsSchema = object({
-  json: optional(
-    union<unknown>(
-      [
-        { when: isString, schema: string() },
-        { when: (v) => typeof v === "object" && v !== null && !Array.isArray(v), schema: jsonObject() },
-      ],
-      "a string or an object",
+/** Exactly one constraint, as structuredConstraint requires (null is absence). */
+const oneConstraint = {
+  oneOf: STRUCTURED_CONSTRAINTS.map((k) => ({
+    required: [k],
+    properties: { [k]: { not: { type: "null" } } },
+  })),
+};
+
+export const structuredOutputsSchema = documented(
+  object({
+    json: optional(
+      union<unknown>(
+        [
+          { when: isString, schema: string() },
+          { when: (v) => typeof v === "object" && v !== null && !Array.isArray(v), schema: jsonObject() },
+        ],
+        "a string or an object",
+      ),
+      nullable,
     ),
-    nullable,
-  ),
-  regex: optional(string(), nullable),
-  choice: optional(array(string()), nullable),
-  grammar: optional(string(), nullable),
-  json_object: optional(boolean(), nullable),
-  disable_fallback: withDefault(boolean(), false, nullable),
-  disable_any_whitespace: withDefault(boolean(), false, nullable),
-  disable_additional_properties: withDefault(boolean(), false, nullable),
-  whitespace_pattern: optional(string(), nullable),
-  structural_tag: optional(string(), nullable),
-  _backend: optional(string(), nullable),
-  _backend_was_auto: withDefault(boolean(), false, nullable),
-});
+    regex: optional(string(), nullable),
+    choice: optional(array(string()), nullable),
+    grammar: optional(string(), nullable),
+    json_object: optional(boolean(), nullable),
+    disable_fallback: withDefault(boolean(), false, nullable),
+    disable_any_whitespace: withDefault(boolean(), false, nullable),
+    disable_additional_properties: withDefault(boolean(), false, nullable),
+    whitespace_pattern: optional(string(), nullable),
+    structural_tag: optional(string(), nullable),
+    _backend: optional(string(), nullable),
+    _backend_was_auto: withDefault(boolean(), false, nullable),
+  }),
+  oneConstraint,
+);
 
 export interface RepetitionDetectionParams {
   max_pattern_size: number;
@@ -131,25 +145,56 @@ export const logitBiasSchema: Schema<[number, number][]> = transform(jsonObject(
     );
   const byId = new Map<number, number>();
   for (const [key, value] of Object.entries(bias)) {
-    const v = number().parse(value, childPath(path, key.trim()));
+    // The common case without building a path per entry (a bias map may have a vocabulary's entries).
+    const v =
+      typeof value === "number" && Number.isFinite(value)
+        ? value
+        : number().parse(value, childPath(path, key.trim()));
     byId.set(Number(key), Math.min(100, Math.max(-100, v)));
   }
   return [...byId];
 });
 
-export const stopSchema: Schema<string[]> = transform(
-  union<string[]>(
-    [
-      { when: isString, schema: transform(string(), (s) => [s]) },
-      { when: isArray, schema: array(string()) },
-    ],
-    "a string or an array of strings",
+export const stopSchema: Schema<string[]> = documented(
+  transform(
+    union<string[]>(
+      [
+        { when: isString, schema: transform(string(), (s) => [s]) },
+        { when: isArray, schema: array(string()) },
+      ],
+      "a string or an array of strings",
+    ),
+    (stop, path) => {
+      if (stop.some((s) => s === "")) throw valueError(path, "stop strings must not be empty.");
+      return stop;
+    },
   ),
-  (stop, path) => {
-    if (stop.some((s) => s === "")) throw valueError(path, "stop strings must not be empty.");
-    return stop;
+  {
+    anyOf: [
+      { type: "string", minLength: 1 },
+      { type: "array", items: { type: "string", minLength: 1 } },
+    ],
   },
 );
+
+/**
+ * The rules across fields every generation route checks (checkSharedRules), as JSON Schema:
+ * stream_options only with stream, prompt_logprobs other than 0 only without stream.
+ */
+export const SHARED_RULES_DOC = [
+  {
+    anyOf: [
+      { properties: { stream_options: { type: "null" } } },
+      { properties: { stream: { const: true } }, required: ["stream"] },
+    ],
+  },
+  {
+    anyOf: [
+      { properties: { prompt_logprobs: { enum: [0, null] } } },
+      { properties: { stream: { enum: [false, null] } } },
+    ],
+  },
+];
 
 const CACHE_SALT_FORBIDDEN = /[@/\\\0]/;
 

@@ -5,7 +5,7 @@
  *
  * Objects are strict: a key the schema does not list is an `unknownField` error, as OpenAI does.
  */
-import { type ApiError, invalidRequest, unknownField } from "../errors.ts";
+import { type ApiError, invalidRequest, unknownField, unsupportedField } from "../errors.ts";
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -134,7 +134,8 @@ export function integer(range: { minimum?: number; maximum?: number } = {}): Sch
       checkRange(n, bounds, path);
       return n;
     },
-    jsonSchema: () => ({ type: "integer", minimum: range.minimum, maximum: range.maximum }),
+    // The bounds parse enforces, safe-integer ones included, so the document bounds what the server does.
+    jsonSchema: () => ({ type: "integer", minimum: bounds.minimum, maximum: bounds.maximum }),
   };
 }
 
@@ -165,6 +166,24 @@ export function int64(opts: { minimum?: bigint } = {}): Schema<bigint> {
       maximum: Number(INT64_MAX),
     }),
   };
+}
+
+/**
+ * A field the server names but cannot serve: any value is a 400 saying why (with `nullable`, null
+ * is the field's absence). Advertised as matching nothing, so the document allows only its absence.
+ */
+export function refused(why: string): Schema<never> {
+  return {
+    parse(_value, path) {
+      throw unsupportedField(path, why);
+    },
+    jsonSchema: () => ({ not: {} }),
+  };
+}
+
+/** Adds JSON Schema keywords to a schema's document without changing what it parses. */
+export function documented<T>(schema: Schema<T>, extra: JsonSchema): Schema<T> {
+  return { parse: schema.parse, jsonSchema: () => ({ ...schema.jsonSchema(), ...extra }) };
 }
 
 export function literal<const V extends string>(values: readonly V[]): Schema<V> {

@@ -61,6 +61,11 @@ export interface Streamer<C> {
   fail(error: ApiError): Frame<C>;
 }
 
+/** The caller's share of the engine's admissions (fair share): its API key and project. */
+function shareKey(caller: Caller | undefined): string {
+  return JSON.stringify([caller?.keyId ?? null, caller?.team ?? null, caller?.project ?? null]);
+}
+
 /** The admission key of a caller: its API key. */
 function admissionKey(caller: Caller | undefined): string {
   return caller?.keyId == null ? "" : String(caller.keyId);
@@ -154,6 +159,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     const requests = await this.engineRequests(req, model, tally.requestId);
     for (const request of requests) {
       request.limits = this.tokenLimits();
+      request.shareKey = shareKey(ctx.caller);
       this.deps.engine.check(model, request);
     }
     const run = new EngineRun(

@@ -45,4 +45,33 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX usage_key ON usage (key_id);
     `,
   },
+  {
+    version: 2,
+    name: "usage rows with a project and no team",
+    // OpenAI-Project carries a project id alone; a team still needs its project. SQLite changes a
+    // CHECK only by rebuilding the table.
+    sql: `
+      CREATE TABLE usage_v2 (
+        id INTEGER PRIMARY KEY,
+        time TEXT NOT NULL,
+        key_id INTEGER REFERENCES api_keys (id),
+        team TEXT,
+        project TEXT,
+        model TEXT NOT NULL,
+        checkpoint TEXT,
+        request_id TEXT,
+        prompt_tokens INTEGER NOT NULL CHECK (prompt_tokens >= 0),
+        completion_tokens INTEGER NOT NULL CHECK (completion_tokens >= 0),
+        cached_tokens INTEGER NOT NULL CHECK (cached_tokens >= 0),
+        latency_ms REAL NOT NULL CHECK (latency_ms >= 0),
+        status INTEGER NOT NULL,
+        CHECK (team IS NULL OR project IS NOT NULL)
+      ) STRICT;
+      INSERT INTO usage_v2 SELECT * FROM usage;
+      DROP TABLE usage;
+      ALTER TABLE usage_v2 RENAME TO usage;
+      CREATE INDEX usage_time ON usage (time);
+      CREATE INDEX usage_key ON usage (key_id);
+    `,
+  },
 ];

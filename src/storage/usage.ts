@@ -10,7 +10,7 @@ export interface UsageRecord {
   time?: Date;
   /** api_keys.id of the caller; null when auth is off. */
   keyId?: number | null;
-  /** From the project header; both or neither. */
+  /** From the project header: both, neither, or a project alone (OpenAI-Project's project id). */
   team?: string | null;
   project?: string | null;
   model: string;
@@ -34,7 +34,7 @@ export interface UsageTotalsQuery {
 }
 
 export interface UsageTotals {
-  /** "team/project", the key id, or the model; null for requests without one. */
+  /** "team/project" (or a project id alone), the key id, or the model; null for requests without one. */
   group: string | null;
   /** For `by: "key"`: the key's display prefix and name (null if unknown). */
   keyPrefix?: string | null;
@@ -54,7 +54,7 @@ const SUMS = `count(*) AS requests,
 const SINCE = "WHERE (?1 IS NULL OR u.time >= ?1)";
 
 const TOTALS_SQL: Record<UsageGroup, string> = {
-  project: `SELECT CASE WHEN u.team IS NULL THEN NULL ELSE u.team || '/' || u.project END AS grp, ${SUMS}
+  project: `SELECT CASE WHEN u.team IS NULL THEN u.project ELSE u.team || '/' || u.project END AS grp, ${SUMS}
     FROM usage u ${SINCE} GROUP BY grp ORDER BY grp`,
   key: `SELECT u.key_id AS grp, k.prefix AS key_prefix, k.name AS key_name, ${SUMS}
     FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ${SINCE} GROUP BY u.key_id ORDER BY u.key_id`,
@@ -255,4 +255,29 @@ export function parseProjectHeader(
     if (part === "." || part === "..") throw fail(`${label} cannot be "${part}"`);
   }
   return { team, project };
+}
+
+/** Longest project id `OpenAI-Project` may carry alone. */
+export const MAX_PROJECT_ID = 256;
+const PRINTABLE = /^[\x20-\x7e]+$/;
+
+/**
+ * Parses an `OpenAI-Project` header value. The official SDKs send the caller's project id there
+ * (`proj_abc123`, from OPENAI_PROJECT_ID or the client option): any printable ASCII value up to
+ * MAX_PROJECT_ID characters is that project, with no team. A value that reads as `<team>/<project>`
+ * under Compat-Project's rule is taken as team and project, as Compat-Project would.
+ * Throws a 400 ApiError naming the header.
+ */
+export function parseOpenAIProjectHeader(value: string): { team: string | null; project: string } {
+  const parts = value.split("/");
+  if (parts.length === 2 && parts.every((part) => PART.test(part) && part !== "." && part !== ".."))
+    return { team: parts[0]!, project: parts[1]! };
+  const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (value.length > MAX_PROJECT_ID || !PRINTABLE.test(value) || value.trim() !== value)
+    throw invalidRequest(
+      `Invalid OpenAI-Project header ${shown}: expected a project id of 1 to ${MAX_PROJECT_ID} printable ASCII ` +
+        'characters without leading or trailing spaces, or "<team>/<project>".',
+      "OpenAI-Project",
+    );
+  return { team: null, project: value };
 }

@@ -16,6 +16,7 @@ export function engineConfig(modelDir: string, extra: Partial<EngineCoreConfig> 
     kvCacheDtype: "auto",
     jumpForward: true,
     grammarCompileTimeoutMs: 0,
+    fairShare: true,
     ...extra,
   };
 }

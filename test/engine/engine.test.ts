@@ -309,6 +309,58 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     expect(admitted.map((a) => a.label)).toEqual(["1/1", "1/3", "3/2", "5/0"]);
   });
 
+  it("fair share: a key's one request sent after another key's 64 is admitted within one admission", async () => {
+    // Its own pool: 66 tasks in flight at once.
+    const wide = new EnginePool({ workers: 1, maxRequestsPerWorker: 128 });
+    try {
+      const order = async (fairShare: boolean) => {
+        const one = engineConfig(modelDir, { maxNumSeqs: 1, fairShare });
+        let started!: () => void;
+        const running = new Promise<void>((r) => {
+          started = r;
+        });
+        const hold = new AbortController();
+        const busy = collect(
+          wide,
+          one,
+          request(prompts[0]!, { maxTokens: 240 }),
+          (e) => {
+            if (e.type === "delta") started();
+          },
+          hold.signal,
+        );
+        await running;
+        // Admission order is the order prompt events arrive: each request then runs 6 steps alone,
+        // so no two are admitted close enough for their ports' messages to cross.
+        const admitted: string[] = [];
+        const send = (shareKey: string, label: string) =>
+          collect(wide, one, request(prompts[1]!, { maxTokens: 6, shareKey }), (e) => {
+            if (e.type === "prompt") admitted.push(label);
+          });
+        const flood = Array.from({ length: 64 }, (_, i) => send("key-a", `a${i}`));
+        // Sent once the flood is queued, so it is the last to arrive.
+        const waiting = async () =>
+          Object.values(await wide.stats()).reduce(
+            (n: number, s) => n + ((s as { waiting?: number }).waiting ?? 0),
+            0,
+          );
+        while ((await waiting()) < 64) await new Promise((r) => setTimeout(r, 5));
+        const other = send("key-b", "b");
+        while ((await waiting()) < 65) await new Promise((r) => setTimeout(r, 5));
+        hold.abort();
+        await Promise.all([busy, ...flood, other]);
+        return admitted;
+      };
+      const fair = await order(true);
+      expect(fair.indexOf("b")).toBeLessThanOrEqual(1);
+      // Without fair share the same arrivals are admitted in arrival order: the other key's last.
+      const fcfs = await order(false);
+      expect(fcfs.indexOf("b")).toBe(64);
+    } finally {
+      await wide.close();
+    }
+  }, 120_000);
+
   it("an aborted request frees its slot", async () => {
     const one = engineConfig(modelDir, { maxNumSeqs: 1 });
     const controller = new AbortController();

@@ -6,6 +6,9 @@
 #
 #   test/fuzz/schemathesis.sh           short run (a few hundred cases, for CI)
 #   test/fuzz/schemathesis.sh --long    >= 5,000 cases
+#   CHECKS=all test/fuzz/schemathesis.sh [--long]
+#                                       every check, positive_data_acceptance (schema-valid requests
+#                                       accepted) and negative_data_rejection included
 #
 # Exits non-zero when any answer is a 5xx or breaks the documented schema.
 set -euo pipefail
@@ -48,11 +51,14 @@ done
 [[ -n "$url" ]] || { echo "server did not start" >&2; exit 1; }
 
 status=0
+# use_after_free is left out: DELETE /v1/preview/models/{model_id}/checkpoints removes the
+# checkpoints its body names, not the collection at its path, which still lists (200) afterwards.
 # Run from the temporary directory: schemathesis keeps a crash cache in its working directory.
 hooks="$PWD/test/fuzz"
 (cd "$work" && SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$hooks" "$venv/bin/schemathesis" run "$url/openapi.json" \
   -H "Authorization: Bearer $key" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+  --checks "${CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance}" \
+  --exclude-checks use_after_free \
   --phases examples,coverage,fuzzing,stateful \
   --max-examples "$examples" \
   --workers 2 \

@@ -128,8 +128,10 @@ describe("errors before the engine", () => {
       const e = expectApiError(await get(h, path), 404, { type: "not_found_error", param: null });
       expect(e.message).toContain(path);
     }
+    // A known path with a method it does not answer: 405 (test/http/methods.test.ts).
     const wrongMethod = await reply(await fetch(`${h.url}/v1/chat/completions`, { headers: bearer() }));
-    expectApiError(wrongMethod, 404, { type: "not_found_error" });
+    expectApiError(wrongMethod, 405, { code: "method_not_allowed" });
+    expect(wrongMethod.headers.get("allow")).toBe("POST");
   });
 
   it("an unknown model is a 404 naming the model parameter", async () => {

@@ -164,13 +164,14 @@ describe("errors", () => {
       expectApiError(await page("trained", { order }), 400, { param: "order" });
     });
 
-  it("an unknown after cursor is a 400 naming after", async () => {
-    for (const after of [randomUUID(), "not-a-uuid", ""])
-      expectApiError(await page("trained", { after }), 400, { param: "after" });
+  it("an unknown after cursor is a 404 naming after; an empty one a 400", async () => {
+    for (const after of [randomUUID(), "not-a-uuid"])
+      expectApiError(await page("trained", { after }), 404, { param: "after", code: "checkpoint_not_found" });
+    expectApiError(await page("trained", { after: "" }), 400, { param: "after" });
   });
 
-  it("a cursor from another model is a 400", async () => {
-    expectApiError(await page("untrained", { after: checkpoints[0]!.id }), 400, { param: "after" });
+  it("a cursor from another model is a 404", async () => {
+    expectApiError(await page("untrained", { after: checkpoints[0]!.id }), 404, { param: "after" });
   });
 
   it("a repeated parameter is a 400 naming it", async () => {

@@ -204,6 +204,9 @@ describe("/metrics", () => {
     }
     expect(sum(samples, "ortserve_queue_depth")).toBe(0);
     expect(sum(samples, "ortserve_running_sequences")).toBe(0);
+    // Fair share between callers is on by default; nobody waits now.
+    const shares = samples.filter((x) => x.name === "ortserve_waiting_shares");
+    expect(shares.map((x) => [x.labels.fair_share, x.value])).toEqual([["on", 0]]);
     // Steps that ran decode rows and a prompt chunk as one pass are some of the steps.
     const steps = sum(samples, "ortserve_engine_steps_total");
     expect(steps).toBeGreaterThan(0);
@@ -272,14 +275,14 @@ describe("/openapi.json", () => {
     expect((paths["/openapi.json"]!.get as Json).security).toBeUndefined();
   });
 
-  it("the request schema lists exactly the spec's fields; messages is required; unknown fields are not allowed", () => {
+  it("the request schema lists exactly the spec's fields; messages and model are required; unknown fields are not allowed", () => {
     const request = ((doc.components as Json).schemas as Json).ChatCompletionRequest as {
       properties: Json;
       required: string[];
       additionalProperties: boolean;
     };
     expect(Object.keys(request.properties)).toEqual([...SPEC_REQUEST_FIELDS]);
-    expect(request.required).toEqual(["messages"]);
+    expect(request.required).toEqual(["messages", "model"]);
     expect(request.additionalProperties).toBe(false);
     const seed = request.properties.seed as Json;
     expect(seed).toMatchObject({

@@ -1,7 +1,7 @@
 /**
  * Usage attribution under concurrent load: three API keys send interleaved requests, streaming and
- * not, with different `<team>/<project>` headers (the official client's `project` option, which
- * sends OpenAI-Project, or Compat-Project) or none, all in flight together. Each usage row, found by
+ * not, with different `<team>/<project>` headers or a project id alone (the official client's
+ * `project` option, which sends OpenAI-Project, or Compat-Project) or none, all in flight together. Each usage row, found by
  * its request id, names the key and project of the request that made it.
  */
 import OpenAI from "openai";
@@ -27,13 +27,14 @@ interface Sent {
 describe("usage attribution under concurrent load", () => {
   it("records each request's key and project, whatever runs beside it", async () => {
     const keys = [0, 1, 2].map((i) => h.server.storage.keys.createKey(`attribution-${i}`));
-    const projects = [null, "red/alpha", "red/beta", "blue/alpha"];
+    const projects = [null, "red/alpha", "red/beta", "blue/alpha", "proj_abc123"];
     const sent: Sent[] = [];
     const runs: Promise<unknown>[] = [];
     for (let i = 0; i < 36; i++) {
       const key = keys[i % 3]!;
       const header = projects[(i * 7) % projects.length]!;
-      const viaSdkOption = i % 2 === 0;
+      // A project id alone is OpenAI-Project's form only (Compat-Project is always <team>/<project>).
+      const viaSdkOption = i % 2 === 0 || !header?.includes("/");
       const client = new OpenAI({
         apiKey: key.key,
         baseURL: `${h.url}/v1`,
@@ -42,7 +43,11 @@ describe("usage attribution under concurrent load", () => {
         ...(header && !viaSdkOption ? { defaultHeaders: { "Compat-Project": header } } : {}),
       });
       const requestId = `attr-${i}`;
-      const [team, project] = header ? header.split("/") : [null, null];
+      const [team, project] = !header
+        ? [null, null]
+        : header.includes("/")
+          ? header.split("/")
+          : [null, header];
       sent.push({ requestId, keyId: key.id, team: team!, project: project! });
       const body = {
         model: "tiny",

@@ -2,7 +2,7 @@
  * Usage records over raw HTTP: one durable row per finished chat completion — the caller's key,
  * team and project (from `Compat-Project` or `OpenAI-Project`), model and checkpoint, request id,
  * token counts and status — for successes and for errors after authentication. Malformed project
- * headers are 400s naming the header.
+ * headers are 400s naming the header; OpenAI-Project may carry a project id alone.
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +119,13 @@ describe("a record for every finished chat completion", () => {
     const id = rid("openai-project");
     await chat(h, tinyRequest(), { "OpenAI-Project": "team-1/proj.2", "X-Request-Id": id });
     expect(onlyRow(id)).toMatchObject({ team: "team-1", project: "proj.2", status: 200 });
+  });
+
+  it("OpenAI-Project with a project id alone (proj_abc123, as the SDKs send it): the project, no team", async () => {
+    const id = rid("openai-project-id");
+    const r = await chat(h, tinyRequest(), { "OpenAI-Project": "proj_abc123", "X-Request-Id": id });
+    expect(r.status).toBe(200);
+    expect(onlyRow(id)).toMatchObject({ team: null, project: "proj_abc123", status: 200 });
   });
 
   it("with both headers Compat-Project wins", async () => {
@@ -285,8 +292,13 @@ describe("project headers", () => {
     `t/${"p".repeat(65)}`,
     "ácme/search",
   ];
+  // OpenAI-Project also takes a project id alone: only what is not printable ASCII, or too long, is refused.
+  const malformedFor: Record<string, string[]> = {
+    "Compat-Project": malformed,
+    "OpenAI-Project": ["", "ácme/search", "p".repeat(257)],
+  };
   for (const header of ["Compat-Project", "OpenAI-Project"])
-    for (const value of malformed)
+    for (const value of malformedFor[header]!)
       it(`${header}: ${JSON.stringify(value.length > 20 ? `${value.slice(0, 20)}…` : value)} is a 400 naming the header`, async () => {
         const headers = { [header]: value };
         const r = await chat(h, tinyRequest(), headers);

@@ -144,7 +144,7 @@ const cases: FieldCase[] = [
   {
     field: "model",
     ok: [{ value: "tiny" }, { value: "prio" }],
-    bad: [{ value: null, code: "missing_required_parameter" }, { value: 5 }, { value: ["tiny"] }],
+    bad: [{ value: null, code: "invalid_type" }, { value: 5 }, { value: ["tiny"] }],
   },
   {
     field: "frequency_penalty",
@@ -465,6 +465,7 @@ const cases: FieldCase[] = [
     ],
     bad: [
       { value: -2 },
+      { value: 0, label: "0 keeps no prompt" },
       { value: lazy(() => CONTEXT), label: "no room left for max_tokens" },
       { value: raw(INT64_MAX), label: "int64 max (beyond the context)" },
       { value: raw("9223372036854775808"), label: "int64 max + 1" },

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { chatCompletionRequestSchema } from "../../src/protocol/chat-request.ts";
 import { buildOpenApiDocument } from "../../src/protocol/openapi.ts";
+import { parseOpenAIProjectHeader, parseProjectHeader } from "../../src/storage/usage.ts";
 
 const SPEC = "/work/shared/spec/service-spec.md";
 
@@ -57,7 +58,7 @@ describe("buildOpenApiDocument", () => {
 
   it("the request schema is the validation schema's own", () => {
     expect(request).toEqual(JSON.parse(JSON.stringify(chatCompletionRequestSchema.jsonSchema())));
-    expect(request.required).toEqual(["messages"]);
+    expect(request.required).toEqual(["messages", "model"]);
     expect(request.additionalProperties).toBe(false);
   });
 
@@ -72,6 +73,50 @@ describe("buildOpenApiDocument", () => {
     expect(properties.tool_choice).toMatchObject({ default: "none" });
     expect(properties.truncate_prompt_tokens).toMatchObject({ minimum: -1, format: "int64" });
     expect((properties.stream_options as Json).anyOf ?? properties.stream_options).toBeDefined();
+  });
+
+  it("bounds what the server bounds: project headers, the after cursor, truncate_prompt_tokens, integers", () => {
+    const chat = ((doc.paths as Json)["/v1/chat/completions"] as Json).post as Json;
+    const header = (name: string) =>
+      new RegExp(
+        ((chat.parameters as Json[]).find((p) => p.name === name)!.schema as Json).pattern as string,
+      );
+    const accepts = (parse: () => unknown) => {
+      try {
+        parse();
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const values = [
+      "acme/search",
+      "a/b",
+      "..a/b..",
+      "./p",
+      "t/..",
+      "a/b/c",
+      "acme",
+      "",
+      "proj_abc123",
+      " x",
+      "t/p ",
+      `${"t".repeat(64)}/p`,
+      `${"t".repeat(65)}/p`,
+      "p".repeat(256),
+      "p".repeat(257),
+      "ác/me",
+      "a b/c",
+    ];
+    for (const v of values) {
+      expect(header("Compat-Project").test(v), v).toBe(accepts(() => parseProjectHeader(v)));
+      expect(header("OpenAI-Project").test(v), v).toBe(accepts(() => parseOpenAIProjectHeader(v)));
+    }
+    const list = ((doc.paths as Json)["/v1/preview/models/{model_id}/checkpoints"] as Json).get as Json;
+    const after = (list.parameters as Json[]).find((p) => p.name === "after")!;
+    expect(after.schema).toMatchObject({ minLength: 1 });
+    expect(properties.truncate_prompt_tokens).toMatchObject({ not: { const: 0 } });
+    expect(properties.top_k).toMatchObject({ maximum: Number.MAX_SAFE_INTEGER });
   });
 
   it("has the endpoints with their parameters", () => {

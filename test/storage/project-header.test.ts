@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/errors.ts";
-import { parseProjectHeader } from "../../src/storage/usage.ts";
+import { MAX_PROJECT_ID, parseOpenAIProjectHeader, parseProjectHeader } from "../../src/storage/usage.ts";
 
 function rejection(value: string, header?: string): ApiError {
   try {
@@ -54,5 +54,37 @@ describe("parseProjectHeader", () => {
     expect(err.param).toBe("OpenAI-Project");
     expect(err.message).toMatch(/^Invalid OpenAI-Project header/);
     expect(err.message.length).toBeLessThan(300);
+  });
+});
+
+describe("parseOpenAIProjectHeader", () => {
+  it.each([
+    ["proj_abc123", null, "proj_abc123"],
+    ["proj_ABCdef-ghi.jkl", null, "proj_ABCdef-ghi.jkl"],
+    ["my project #2 (test)", null, "my project #2 (test)"],
+    ["a/b/c", null, "a/b/c"],
+    ["p".repeat(MAX_PROJECT_ID), null, "p".repeat(MAX_PROJECT_ID)],
+    ["acme/chatbot", "acme", "chatbot"],
+  ])("accepts %s", (value, team, project) => {
+    expect(parseOpenAIProjectHeader(value)).toEqual({ team, project });
+  });
+
+  it.each([
+    ["", "empty"],
+    ["p".repeat(MAX_PROJECT_ID + 1), "too long"],
+    ["proj\u0007", "a control character"],
+    ["projé", "non-ASCII"],
+    [" proj", "a leading space"],
+  ])("rejects %j (%s), naming OpenAI-Project", (value) => {
+    let caught: unknown;
+    try {
+      parseOpenAIProjectHeader(value);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ApiError);
+    expect((caught as ApiError).status).toBe(400);
+    expect((caught as ApiError).param).toBe("OpenAI-Project");
+    expect((caught as ApiError).message).toContain("project id");
   });
 });

@@ -67,6 +67,9 @@ Options:
                          time a new structured-output constraint may take to compile (in a
                          thread of its own, so decoding never waits longer); beyond it a 400
                          (default: 10000; 0: no budget, compile on the engine's thread)
+  --no-fair-share        admit waiting requests of equal priority in arrival order (default:
+                         alternate between API keys and projects, so one caller's flood cannot
+                         starve another's requests)
   --metrics-require-key  /metrics needs an API key like every route but /health
                          (default: /metrics is open, for scrapers on a private network)
   --no-setup             do not fetch/convert the default model first
@@ -99,6 +102,7 @@ export async function run(argv: string[]): Promise<void> {
       "request-timeout-s": { type: "string" },
       "metrics-require-key": { type: "boolean" },
       "no-jump-forward": { type: "boolean" },
+      "no-fair-share": { type: "boolean" },
       "grammar-compile-timeout-ms": { type: "string" },
       "no-setup": { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -135,6 +139,7 @@ export async function run(argv: string[]): Promise<void> {
     strictToolChoice: values["strict-tool-choice"] ?? false,
     metricsRequireKey: values["metrics-require-key"] ?? false,
     jumpForward: !values["no-jump-forward"],
+    fairShare: !values["no-fair-share"],
     grammarCompileTimeoutMs: limit("grammar-compile-timeout-ms", SERVER_DEFAULTS.grammarCompileTimeoutMs),
     admission: {
       maxWaiting: limit("max-waiting-requests", SERVER_DEFAULTS.admission.maxWaiting),

@@ -10,6 +10,8 @@ export interface ActiveRequest {
   emit: EventSink;
   priority: number;
   arrival: number;
+  /** The caller's share (API key and project), for fair-share admission. */
+  shareKey?: string;
   /** performance.now() when the request entered the engine's waiting queue. */
   queuedAt: number;
   /** Milliseconds it waited there before admission; set when admitted. */

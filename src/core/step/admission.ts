@@ -8,6 +8,7 @@
 import type { DecoderConfig } from "../model/model-config.ts";
 import { SequenceText } from "../output/sequence-text.ts";
 import type { TokenizerLike } from "../output/tokenizer-like.ts";
+import type { TokenizerThread } from "../prompt/tokenizer-thread.ts";
 import { RequestError } from "../request-error.ts";
 import { randomSeed, seedForChoice } from "../sample/ops/rng.ts";
 import { SequenceSampler } from "../sample/sampler.ts";
@@ -22,8 +23,11 @@ import { Sequence } from "./sequence.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
 export interface PromptTokenizer {
+  /** On the engine's thread: only for short texts (jump-forward's forced strings). */
   encode(text: string, addSpecialTokens: boolean): number[];
   tokenizer: TokenizerLike;
+  /** Prompts and word lists, tokenized in a thread of their own (absent: `encode` here). */
+  prompts?: Pick<TokenizerThread, "info" | "prompt" | "words" | "close">;
 }
 
 export interface AdmissionContext {
@@ -32,21 +36,49 @@ export interface AdmissionContext {
   tokenize: PromptTokenizer;
 }
 
+/** What a request's setup computed off the forward-pass thread, before `admit`. */
+export interface PreparedPrompt {
+  promptIds: number[];
+  maxTokens: number;
+  /** bad_words as token id sequences. */
+  bannedWords: number[][];
+}
+
+/**
+ * The request checked against the engine's configuration, its prompt tokenized (in the tokenizer's
+ * thread, refused by size first where the bytes alone exceed the context, and stopped as soon as
+ * the prompt cannot fit) and truncated, its bad words tokenized.
+ */
+export async function prepare(req: EngineRequest, ctx: AdmissionContext): Promise<PreparedPrompt> {
+  checkAgainstConfig(req, ctx.config);
+  const keep = truncationKeep(req, ctx.config.maxModelLen);
+  let ids = await promptIds(req, ctx, keep);
+  const vocab = ctx.model.vocabSize;
+  const bad = outOfVocab(ids, vocab);
+  if (bad.length)
+    throw new RequestError("invalid_request", `prompt token id ${bad[0]} is outside [0, ${vocab})`);
+  if (keep !== undefined && ids.length > keep) ids = ids.slice(ids.length - keep);
+  const { promptIds: kept, maxTokens } = fitPrompt(req, ids, ctx.config.maxModelLen);
+  const bannedWords = await badWordsTokenIds(req.sampling.badWords ?? [], ctx.tokenize);
+  return { promptIds: kept, maxTokens, bannedWords };
+}
+
 export function admit(
   req: EngineRequest,
   emit: EventSink,
   arrival: number,
   ctx: AdmissionContext,
+  prepared: PreparedPrompt,
   /** One per choice (structured outputs), already compiled. */
   constraints?: TokenConstraint[],
 ): ActiveRequest {
-  checkAgainstConfig(req, ctx.config);
-  const { promptIds, maxTokens } = preparePrompt(req, ctx);
+  const { promptIds, maxTokens } = prepared;
   const active: ActiveRequest = {
     req,
     emit,
     priority: req.priority,
     arrival,
+    shareKey: req.shareKey,
     queuedAt: performance.now(),
     promptIds,
     maxTokens,
@@ -61,33 +93,84 @@ export function admit(
   if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx, constraints);
-  else active.sequences = choices(active, ctx, constraints);
+  else active.sequences = choices(active, ctx, prepared.bannedWords, constraints);
   return active;
 }
 
-function preparePrompt(
+/** The prompt tokens truncation keeps (undefined: no truncation). */
+function truncationKeep(req: EngineRequest, L: number): number | undefined {
+  if (req.truncatePromptTokens === undefined) return undefined;
+  const room = L - (req.maxTokens ?? 1);
+  const keep = req.truncatePromptTokens === -1 ? room : req.truncatePromptTokens;
+  if (keep > room)
+    throw new RequestError(
+      "invalid_request",
+      `truncate_prompt_tokens=${req.truncatePromptTokens} leaves no room for the completion in a context of ${L} tokens`,
+      "truncate_prompt_tokens",
+    );
+  if (keep < 1)
+    throw new RequestError(
+      "invalid_request",
+      `truncate_prompt_tokens=${req.truncatePromptTokens} leaves no prompt: keep at least 1 token, or -1 for as many as fit`,
+      "truncate_prompt_tokens",
+    );
+  return keep;
+}
+
+/**
+ * Longest text prompt tokenized on the engine's thread: at worst (one token per character) about
+ * 20 ms of a step's time, usually 1 ms.
+ */
+export const INLINE_PROMPT_CHARS = 1024;
+
+/** The prompt's token ids; a text prompt is tokenized off this thread, and only as far as it can fit. */
+async function promptIds(
   req: EngineRequest,
   ctx: AdmissionContext,
-): { promptIds: number[]; maxTokens: number } {
+  keep: number | undefined,
+): Promise<number[]> {
+  if ("tokenIds" in req.prompt) return req.prompt.tokenIds;
+  const { text, addSpecialTokens } = req.prompt;
+  const prompts = ctx.tokenize.prompts;
+  // A short prompt costs less here than the round trip to the tokenizer's thread.
+  if (!prompts || text.length <= INLINE_PROMPT_CHARS) return ctx.tokenize.encode(text, addSpecialTokens);
+  // The most prompt tokens that can be served: the context, or the operator's limit below it.
   const L = ctx.config.maxModelLen;
-  let ids =
-    "tokenIds" in req.prompt
-      ? req.prompt.tokenIds
-      : ctx.tokenize.encode(req.prompt.text, req.prompt.addSpecialTokens);
-  const vocab = ctx.model.vocabSize;
-  const bad = outOfVocab(ids, vocab);
-  if (bad.length)
-    throw new RequestError("invalid_request", `prompt token id ${bad[0]} is outside [0, ${vocab})`);
-  if (req.truncatePromptTokens !== undefined) {
-    const keep = req.truncatePromptTokens === -1 ? L - (req.maxTokens ?? 1) : req.truncatePromptTokens;
-    if (keep > L - (req.maxTokens ?? 1))
-      throw new RequestError(
-        "invalid_request",
-        `truncate_prompt_tokens=${req.truncatePromptTokens} leaves no room for the completion in a context of ${L} tokens`,
-        "truncate_prompt_tokens",
-      );
-    if (ids.length > keep) ids = ids.slice(ids.length - keep);
+  const operator = req.limits?.maxPromptTokens;
+  const limit = Math.min(L, operator ?? L);
+  const tooLong = (atLeast: number) =>
+    limit < L
+      ? promptLimitExceeded(`more than ${limit} (at least ${atLeast})`, limit)
+      : contextExceeded(L, atLeast);
+  if (keep === undefined) {
+    const { maxBytesPerToken } = await prompts.info();
+    // No token stands for more than maxBytesPerToken bytes: the size alone can decide.
+    const atLeast = maxBytesPerToken ? Math.ceil(Buffer.byteLength(text, "utf8") / maxBytesPerToken) : 0;
+    if (atLeast > limit) throw tooLong(atLeast);
   }
+  const out = await prompts.prompt(text, addSpecialTokens, limit, keep);
+  if ("exceeded" in out) throw tooLong(out.atLeast);
+  return out.ids;
+}
+
+function promptLimitExceeded(tokens: string, maxPromptTokens: number): RequestError {
+  return new RequestError(
+    "invalid_request",
+    `Your messages resulted in ${tokens} prompt tokens; this server's limit is ${maxPromptTokens} prompt tokens per request (max_prompt_tokens).`,
+    "messages",
+  );
+}
+
+function contextExceeded(L: number, atLeast: number): RequestError {
+  return new RequestError(
+    "invalid_request",
+    `This model's maximum context length is ${L} tokens. However, your messages resulted in more than ${L} tokens (at least ${atLeast}). Please reduce the length of the messages.`,
+    "messages",
+  );
+}
+
+/** The prompt against the context and the operator's limits; the completion's room. */
+function fitPrompt(req: EngineRequest, ids: number[], L: number): { promptIds: number[]; maxTokens: number } {
   if (ids.length === 0) throw new RequestError("invalid_request", "the prompt is empty", "messages");
   checkTokenLimits(req, ids.length);
   if (req.maxTokens === undefined) {
@@ -113,11 +196,7 @@ function preparePrompt(
 function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
   const { maxPromptTokens, maxTotalTokens } = req.limits ?? {};
   if (maxPromptTokens !== undefined && promptTokens > maxPromptTokens)
-    throw new RequestError(
-      "invalid_request",
-      `Your messages resulted in ${promptTokens} prompt tokens; this server's limit is ${maxPromptTokens} prompt tokens per request (max_prompt_tokens).`,
-      "messages",
-    );
+    throw promptLimitExceeded(String(promptTokens), maxPromptTokens);
   if (maxTotalTokens === undefined) return;
   if (
     req.maxTokens === undefined
@@ -132,21 +211,30 @@ function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
 }
 
 /** vLLM bans each bad word with and without a leading space. */
-function badWordsTokenIds(words: readonly string[], tokenize: PromptTokenizer): number[][] {
-  return words.flatMap((w) => {
-    const plain = tokenize.encode(w, false);
-    const spaced = tokenize.encode(` ${w}`, false);
+async function badWordsTokenIds(words: readonly string[], tokenize: PromptTokenizer): Promise<number[][]> {
+  if (words.length === 0) return [];
+  const texts = words.flatMap((w) => [w, ` ${w}`]);
+  const lists = tokenize.prompts
+    ? await tokenize.prompts.words(texts)
+    : texts.map((t) => tokenize.encode(t, false));
+  return words.flatMap((_, i) => {
+    const plain = lists[2 * i]!;
+    const spaced = lists[2 * i + 1]!;
     return plain.join() === spaced.join() ? [plain] : [plain, spaced];
   });
 }
 
 /** The request's choices: a sampler (choice i seeded with seed + i), output text and stop rules each. */
-function choices(a: ActiveRequest, ctx: AdmissionContext, constraints?: TokenConstraint[]): Sequence[] {
+function choices(
+  a: ActiveRequest,
+  ctx: AdmissionContext,
+  banned: number[][],
+  constraints?: TokenConstraint[],
+): Sequence[] {
   const r = a.req;
   const { model, tokenize } = ctx;
-  const { logitBias, badWords, seed, ...sampling } = r.sampling;
+  const { logitBias, badWords: _badWords, seed, ...sampling } = r.sampling;
   const baseSeed = seed ?? randomSeed();
-  const banned = badWordsTokenIds(badWords ?? [], tokenize);
   const eos = new Set(model.eosTokenIds);
   // Jump-forward needs a constraint; forced tokens are not sampled, so they have no logprobs to give.
   const encode =

@@ -12,7 +12,8 @@
  *                              rows leave the batch
  *
  * Per-request setup (validation, tokenization, samplers, stop rules) happens once, at submit
- * (admission.ts): a request that cannot be set up fails alone. Requests join and leave at step
+ * (admission.ts), its tokenization in the model's tokenizer thread (prompt/), so no prompt delays a
+ * step: a request that cannot be set up fails alone. Requests join and leave at step
  * boundaries.
  */
 import type { DecoderConfig } from "../model/model-config.ts";
@@ -24,7 +25,7 @@ import { GrammarBackend } from "../structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../structured/vocabulary.ts";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../types.ts";
 import type { ActiveRequest, EventSink, Row } from "./active-request.ts";
-import { admit, type PromptTokenizer } from "./admission.ts";
+import { admit, type PromptTokenizer, prepare } from "./admission.ts";
 import { BeamRow } from "./beam-group.ts";
 import { MaskRows, type TokenConstraint } from "./constrain.ts";
 import { collectPromptLogprobs } from "./prompt-logprobs.ts";
@@ -37,6 +38,9 @@ export { RequestError };
 
 export interface EngineStats {
   waiting: number;
+  /** Callers' shares with requests waiting, and whether admission alternates between them. */
+  waitingShares: number;
+  fairShare: boolean;
   running: number;
   kvBytes: number;
   kvUsedBytes: number;
@@ -133,6 +137,8 @@ export class EngineCore {
     const kv = this.runner.kv;
     return {
       waiting: this.scheduler.waitingCount,
+      waitingShares: this.scheduler.waitingShares,
+      fairShare: this.config.fairShare,
       running: this.scheduler.runningCount,
       kvBytes: kv.bytes,
       kvUsedBytes: this.scheduler.usedPositions * kv.bytesPerToken,
@@ -161,6 +167,8 @@ export class EngineCore {
    * served (a structured-output constraint is checked and compiled first).
    */
   async submit(req: EngineRequest, emit: EventSink): Promise<{ abort(): void }> {
+    const ctx = { config: this.config, model: this.model, tokenize: this.tokenize };
+    const prepared = await prepare(req, ctx);
     let constraints: TokenConstraint[] | undefined;
     // One constraint per choice, or per beam row with beam search (n is the beam width).
     if (req.constraint) constraints = await this.structuredBackend().constraints(req.constraint, req.n);
@@ -180,7 +188,8 @@ export class EngineCore {
         }
       },
       this.arrivals++,
-      { config: this.config, model: this.model, tokenize: this.tokenize },
+      ctx,
+      prepared,
       constraints,
     );
     this.scheduler.add(active);
@@ -200,6 +209,7 @@ export class EngineCore {
   async close(): Promise<void> {
     while (this.looping || this.scheduler.hasWork()) await new Promise((r) => setImmediate(r));
     await this.grammars?.close();
+    await this.tokenize.prompts?.close();
     await this.runner.release();
   }
 

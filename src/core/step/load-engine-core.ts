@@ -1,6 +1,7 @@
 /** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
+import { TokenizerThread } from "../prompt/tokenizer-thread.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
 import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
 import { NativeDecoderSession, nativeSessions } from "../runner/native-session.ts";
@@ -12,16 +13,26 @@ import { EngineCore } from "./engine-core.ts";
 export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCore> {
   const model = readModelConfig(config.modelDir).decoder;
   const tok = await loadTransformersTokenizer(config.modelDir);
-  // Loaded last, so a bad config or tokenizer cannot leak a session.
-  const session = await createDecoderSession(config.modelDir, config.format, {
-    intraOpThreads: config.intraOpThreads,
-    kvCacheDtype: config.kvCacheDtype,
-    // The engine is done with a step's logits before the next forward pass.
-    reuseLogits: true,
-  });
+  // Its thread loads beside the session, not awaited: short prompts never wait for it (admission.ts).
+  const prompts = new TokenizerThread(config.modelDir);
+  prompts.info().catch(() => {});
+  let session: Awaited<ReturnType<typeof createDecoderSession>>;
+  try {
+    // Loaded last, so a bad config or tokenizer cannot leak a session.
+    session = await createDecoderSession(config.modelDir, config.format, {
+      intraOpThreads: config.intraOpThreads,
+      kvCacheDtype: config.kvCacheDtype,
+      // The engine is done with a step's logits before the next forward pass.
+      reuseLogits: true,
+    });
+  } catch (err) {
+    await prompts.close();
+    throw err;
+  }
   try {
     checkDecoderContract(session, model.numLayers);
   } catch (err) {
+    await prompts.close();
     await session.release();
     throw err;
   }
@@ -45,6 +56,7 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
     {
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
+      prompts,
     },
     {
       attention: kernel,

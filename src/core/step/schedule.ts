@@ -10,6 +10,7 @@
  */
 import { PREFIX_BLOCK, PrefixCache } from "../cache/prefix-cache.ts";
 import type { KvRows } from "../runner/kv-rows.ts";
+import { FairShareQueue } from "../scheduler/fair-share.ts";
 import { RequestQueue } from "../scheduler/request-queue.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import type { ActiveRequest, Row } from "./active-request.ts";
@@ -32,7 +33,7 @@ export class Scheduler {
   private readonly config: EngineCoreConfig;
   private readonly kv: KvRows;
   private readonly prefixCache: PrefixCache;
-  private readonly waiting: RequestQueue<ActiveRequest>;
+  private readonly waiting: RequestQueue<ActiveRequest> | FairShareQueue<ActiveRequest>;
   /** Decoding rows, in row order. */
   readonly decoding: Row[] = [];
   private prefilling: ActiveRequest | undefined;
@@ -43,7 +44,9 @@ export class Scheduler {
     this.config = config;
     this.kv = kv;
     this.prefixCache = new PrefixCache(config.prefixCacheBytes);
-    this.waiting = new RequestQueue(config.schedulingPolicy);
+    this.waiting = config.fairShare
+      ? new FairShareQueue(config.schedulingPolicy)
+      : new RequestQueue(config.schedulingPolicy);
   }
 
   /**
@@ -57,6 +60,13 @@ export class Scheduler {
 
   get waitingCount(): number {
     return this.waiting.length;
+  }
+
+  /** Callers' shares with requests waiting (1 while any wait, without fair share). */
+  get waitingShares(): number {
+    return this.waiting instanceof FairShareQueue
+      ? this.waiting.waitingShares
+      : Math.min(1, this.waiting.length);
   }
 
   get runningCount(): number {

@@ -1,0 +1,19 @@
+/**
+ * The methods each known path answers, so another method on it is a 405 with `Allow` (not a 404,
+ * which would say the path does not exist). Kept beside the routes in app.ts: a route added there
+ * is added here.
+ */
+const ROUTES: [RegExp, string[]][] = [
+  [/^\/health$/, ["GET", "HEAD"]],
+  [/^\/metrics$/, ["GET", "HEAD"]],
+  [/^\/openapi\.json$/, ["GET", "HEAD"]],
+  [/^\/v1\/models$/, ["GET", "HEAD"]],
+  [/^\/v1\/preview\/models\/[^/]+\/checkpoints$/, ["GET", "HEAD", "DELETE"]],
+  [/^\/v1\/chat\/completions$/, ["POST"]],
+  [/^\/v1\/completions$/, ["POST"]],
+];
+
+/** The methods `path` answers, or undefined for a path the server does not have. */
+export function allowedMethods(path: string): string[] | undefined {
+  return ROUTES.find(([pattern]) => pattern.test(path))?.[1];
+}
