@@ -8,8 +8,9 @@
  *                             [--no-exact] [--calibrate] [--no-setup]
  *                             [--model-dir <converted model> --gguf <its source GGUF>] [--prompts N]
  *
- * --kv-cache-dtype runs ortserve with that KV cache (as `serve --kv-cache-dtype`); the report's
- * `runtime` says which each format ran with.
+ * --kv-cache-dtype runs ortserve with that KV cache (as `serve --kv-cache-dtype`; default float32,
+ * the reference's own, so the comparison is at one cache precision; `auto` is each format's serving
+ * default); the report's `runtime` says which each format ran with.
  * --no-exact skips the exact model: the figures against llama.cpp's quantized run are printed and
  * nothing is judged (exit 0);
  * --calibrate adds llama.cpp scored against itself (single-token decode, default settings).
@@ -63,7 +64,7 @@ const report = await runFidelity({
   modelDir: values["model-dir"],
   gguf: values.gguf,
   threads: values.threads ? Number(values.threads) : undefined,
-  kvCacheDtype: parseKvCacheDtype(values["kv-cache-dtype"], "auto"),
+  kvCacheDtype: parseKvCacheDtype(values["kv-cache-dtype"], "float32"),
   exact: !values["no-exact"],
   selfCheck: values.calibrate,
   log,

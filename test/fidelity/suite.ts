@@ -49,7 +49,11 @@ export interface FidelityOptions extends FidelityPlan {
   modelDir?: string;
   gguf?: string;
   threads?: number;
-  /** ortserve's KV cache element type (default "auto": each format's own). */
+  /**
+   * ortserve's KV cache element type. Default float32, the reference's own setting, so every
+   * comparison measures the weights' and activations' arithmetic under one cache precision;
+   * "auto" scores each format's serving default (float16 for q4).
+   */
   kvCacheDtype?: KvCacheDtypeSetting;
   /**
    * Compare against the exact model (llama.cpp on an F32 copy of the GGUF), which is what the run
@@ -112,6 +116,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
   const modelDir = opts.modelDir ?? defaultModelDir();
   const prompts = opts.prompts ?? fidelityPrompts;
   const threads = opts.threads ?? 2;
+  const kvCacheDtype = opts.kvCacheDtype ?? "float32";
   const plan: FidelityPlan = { continuationTokens: opts.continuationTokens, greedyTokens: opts.greedyTokens };
   const seconds: Record<string, number> = {};
   const timed = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
@@ -174,11 +179,11 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
         continue;
       }
       log(`comparing ${format}`);
-      const candidate = await openOrtCandidate(modelDir, format, threads, opts.kvCacheDtype);
+      const candidate = await openOrtCandidate(modelDir, format, threads, kvCacheDtype);
       try {
         const figures = await compare(format, cases, candidate);
         formats[format] = figures;
-        runtime[format] = attentionRuntime(format, opts.kvCacheDtype);
+        runtime[format] = attentionRuntime(format, kvCacheDtype);
         if (exact && llamaVsExact) {
           const vsExact = await compare(`${format}VsExact`, exact.cases, candidate);
           exactFormats[format] = vsExact;
