@@ -1,4 +1,5 @@
 /** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
+import { PrefixCache } from "../cache/prefix-cache.ts";
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
@@ -38,10 +39,15 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
     },
   );
   const { kernel, projections, projectionKernel } = attentionRuntime(config.format, config.kvCacheDtype);
+  const prefixCache = new PrefixCache(config.prefixCacheBytes);
   return new EngineCore(
     { ...config, maxModelLen },
     model,
-    new BatchRunner(session, kv),
+    new BatchRunner(session, kv, {
+      prefixCache,
+      // ORTSERVE_MIXED_STEPS=0 runs the decode rows and a prompt chunk as two passes (to measure what one saves).
+      mixedSteps: process.env.ORTSERVE_MIXED_STEPS !== "0",
+    }),
     {
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
@@ -54,5 +60,6 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
         ? { packedWeightBytes: session.packedWeightBytes }
         : {}),
     },
+    prefixCache,
   );
 }
