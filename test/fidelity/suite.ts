@@ -6,7 +6,6 @@
  */
 import { join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
-import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
@@ -21,7 +20,7 @@ import {
 } from "./compare.ts";
 import { ensureExactGguf } from "./exact-gguf.ts";
 import { LlamaReference, referenceGgufPath } from "./llama-reference.ts";
-import { hasConvertedModel, openOrtCandidate } from "./ort-candidate.ts";
+import { hasConvertedModel, type OrtCandidate, openOrtCandidate } from "./ort-candidate.ts";
 import { type FidelityPrompt, fidelityPrompts } from "./prompts.ts";
 import { buildReferenceCases, type FidelityPlan, type ReferenceCase } from "./reference-cases.ts";
 import { tokenizerCorpus } from "./tokenizer-corpus.ts";
@@ -59,7 +58,7 @@ export interface FidelityReport {
   tokenizer: ParityReport;
   formats: Partial<Record<ModelFormat, FormatFigures>>;
   /** Per format, what ran attention and the KV cache's precision (q4 trades exactness for speed). */
-  runtime: Partial<Record<ModelFormat, ReturnType<typeof attentionRuntime>>>;
+  runtime: Partial<Record<ModelFormat, Awaited<ReturnType<OrtCandidate["runtime"]>>>>;
   /** The same figures against llama.cpp on the dequantized F32 GGUF (float32 activations). */
   exactReference?: {
     gguf: string;
@@ -157,7 +156,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
       try {
         const figures = await compare(format, cases, candidate);
         formats[format] = figures;
-        runtime[format] = attentionRuntime(format, opts.kvCacheDtype);
+        runtime[format] = await candidate.runtime();
         failures.push(...thresholdFailures(format, figures));
         if (exact) exactFormats[format] = await compare(`${format}VsExact`, exact.cases, candidate);
       } finally {

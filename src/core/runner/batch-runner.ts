@@ -15,6 +15,7 @@ import { BatchLayout, type LayoutPlan, type PassRun } from "./batch-layout.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
 import { NativeDecoderSession } from "./native-session.ts";
+import type { BuiltSession } from "./ort-session.ts";
 
 export interface ForwardResult {
   /** Row-major logits: one row per kept position. */
@@ -52,18 +53,6 @@ export interface ModelRunner {
   execute(plan: LayoutPlan): Promise<StepOutput>;
   /** Forgets every row (after a failed pass the cache is in an unknown state). */
   reset(): void;
-  /** One token for each of rows [0, tokens.length); row r holds `lengths[r]` positions. */
-  decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult>;
-  /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
-  prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
-  /**
-   * Rows [0, runs.length) each append their tokens (run r to row r, holding `start` positions) in
-   * one pass (only where `mixes`): decode rows, rows with jump-forward tokens and a prompt chunk
-   * together. Logits: one row per run, in row order, from the run's last token.
-   */
-  ragged(runs: readonly RowTokens[]): Promise<ForwardResult>;
-  /** Whether ragged() can run: the session takes ragged tokens. */
-  readonly mixes: boolean;
   /** Frees the session; the runner is unusable afterwards. */
   release(): Promise<void>;
 }
@@ -87,10 +76,12 @@ export class BatchRunner implements ModelRunner {
   private readonly prefillMask = new AttentionMask();
   private readonly raggedMask = new AttentionMask();
 
-  constructor(session: InferenceSession, kv: KvSlots, options: BatchRunnerOptions = {}) {
-    this.session = session;
+  /** A session as createDecoderSession built it (its `ragged` decides `mixes`), or a bare one. */
+  constructor(session: BuiltSession | InferenceSession, kv: KvSlots, options: BatchRunnerOptions = {}) {
+    const built = "session" in session ? session : undefined;
+    this.session = built?.session ?? (session as InferenceSession);
     this.kv = kv;
-    this.mixes = session.inputNames.includes(TOKEN_ROWS);
+    this.mixes = built ? built.ragged : this.session.inputNames.includes(TOKEN_ROWS);
     this.layout = new BatchLayout(kv, options.prefixCache);
     this.mixedSteps = options.mixedSteps ?? true;
   }

@@ -3,10 +3,11 @@ import { PrefixCache } from "../cache/prefix-cache.ts";
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
-import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
-import { NativeDecoderSession, nativeSessions } from "../runner/native-session.ts";
-import { attentionRuntime, checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
+import { KvSlots } from "../runner/kv-slots.ts";
+import { nativeSessions } from "../runner/native-session.ts";
+import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
+import { runtimeFlags } from "../runtime-flags.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
 
@@ -14,16 +15,21 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   const model = readModelConfig(config.modelDir).decoder;
   const tok = await loadTransformersTokenizer(config.modelDir);
   // Loaded last, so a bad config or tokenizer cannot leak a session.
-  const session = await createDecoderSession(config.modelDir, config.format, {
-    intraOpThreads: config.intraOpThreads,
-    kvCacheDtype: config.kvCacheDtype,
-    // The engine is done with a step's logits before the next forward pass.
-    reuseLogits: true,
-  });
+  const built = await createDecoderSession(
+    config.modelDir,
+    config.format,
+    {
+      intraOpThreads: config.intraOpThreads,
+      kvCacheDtype: config.kvCacheDtype,
+      // The engine is done with a step's logits before the next forward pass.
+      reuseLogits: true,
+    },
+    runtimeFlags,
+  );
   try {
-    checkDecoderContract(session, model.numLayers);
+    checkDecoderContract(built.session, model.numLayers);
   } catch (err) {
-    await session.release();
+    await built.session.release();
     throw err;
   }
   const maxModelLen = Math.min(config.maxModelLen, model.maxPositions);
@@ -32,33 +38,26 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
     {
       maxRows: config.maxNumSeqs,
       maxPositions: maxModelLen,
-      dtype: kvDtypeOf(session),
+      dtype: built.kvCacheDtype,
       // Only a session that binds the cache in place can take it whole: onnxruntime-node's copies it out every run.
-      reserve: session instanceof NativeDecoderSession,
+      reserve: built.bindsCacheInPlace,
       onReserve: (memory) => nativeSessions?.keepSmallPages(memory),
     },
   );
-  const { kernel, projections, projectionKernel } = attentionRuntime(config.format, config.kvCacheDtype);
   const prefixCache = new PrefixCache(config.prefixCacheBytes);
   return new EngineCore(
     { ...config, maxModelLen },
     model,
-    new BatchRunner(session, kv, {
-      prefixCache,
-      // ORTSERVE_MIXED_STEPS=0 runs the decode rows and a prompt chunk as two passes (to measure what one saves).
-      mixedSteps: process.env.ORTSERVE_MIXED_STEPS !== "0",
-    }),
+    new BatchRunner(built, kv, { prefixCache, mixedSteps: runtimeFlags.mixedSteps }),
     {
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
     },
     {
-      attention: kernel,
-      projections,
-      projectionKernel,
-      ...(session instanceof NativeDecoderSession && session.packedWeightBytes > 0
-        ? { packedWeightBytes: session.packedWeightBytes }
-        : {}),
+      attention: built.attention,
+      projections: built.projections,
+      ...(built.projectionKernel ? { projectionKernel: built.projectionKernel } : {}),
+      ...(built.packedWeightBytes ? { packedWeightBytes: built.packedWeightBytes } : {}),
     },
     prefixCache,
   );

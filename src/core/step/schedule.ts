@@ -154,6 +154,9 @@ export class Scheduler {
   }
 
   private admitNext(): StepPlan["admitted"][number][] {
+    // Debt: one prompt is prefilled at a time. The plan and the runner take several prompt runs
+    // (one ragged pass holds them all), but BatchLayout's compaction assumes a prompt leaves from
+    // the last row, and admitting more at once would change which prompts hit the prefix cache.
     if (this.running.some((a) => a.state === "prefilling")) return [];
     const next = this.waiting.peek();
     if (!next || this.runningCount + next.req.n > this.config.maxNumSeqs) return [];
