@@ -76,7 +76,7 @@ const configs: { name: string; params: SamplingParams }[] = [
 async function measureSteps(): Promise<number[]> {
   const dir = `${modelsDir()}/${args.model}`;
   const model = readModelConfig(dir).decoder;
-  const session = await createDecoderSession(dir, "q4");
+  const { session } = await createDecoderSession(dir, "q4");
   try {
     const kv = new KvSlots(
       { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },

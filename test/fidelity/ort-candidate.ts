@@ -8,11 +8,14 @@ import { existsSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
+import type { EngineRuntime, EngineStats } from "../../src/core/step/engine-core.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import type { Candidate } from "./compare.ts";
 
 export interface OrtCandidate extends Candidate {
+  /** What the engine's session was built with, and its cache's element type (after a first request). */
+  runtime(): Promise<EngineRuntime & { kvCacheDtype: EngineStats["kvCacheDtype"] }>;
   release(): Promise<void>;
 }
 
@@ -51,6 +54,10 @@ export async function openOrtCandidate(
         params: { maxTokens: n, sampling: { temperature: 0 } },
       });
       return out.choices[0]!.tokenIds;
+    },
+    async runtime() {
+      const stats = Object.values(await engine.stats()) as EngineStats[];
+      return { ...stats[0]!.runtime, kvCacheDtype: stats[0]!.kvCacheDtype };
     },
     release: () => engine.close(),
   };

@@ -10,7 +10,6 @@
  */
 import { basename, join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
-import { attentionRuntime } from "../../src/core/runner/ort-session.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
@@ -28,7 +27,7 @@ import {
 import { ensureExactGguf } from "./exact-gguf.ts";
 import { LlamaReference, llamaCppSystemInfo, referenceGgufPath } from "./llama-reference.ts";
 import { type MachineFigures, machineFigures } from "./machine.ts";
-import { hasConvertedModel, openOrtCandidate } from "./ort-candidate.ts";
+import { hasConvertedModel, type OrtCandidate, openOrtCandidate } from "./ort-candidate.ts";
 import { type FidelityPrompt, fidelityPrompts } from "./prompts.ts";
 import { buildReferenceCases, type FidelityPlan, type ReferenceCase } from "./reference-cases.ts";
 import { tokenizerCorpus } from "./tokenizer-corpus.ts";
@@ -85,7 +84,7 @@ export interface FidelityReport {
   /** Against llama.cpp's quantized run of the source GGUF: information (it varies with the CPU). */
   formats: Partial<Record<ModelFormat, FormatFigures>>;
   /** Per format, what ran attention and the KV cache's precision (q4 trades exactness for speed). */
-  runtime: Partial<Record<ModelFormat, ReturnType<typeof attentionRuntime>>>;
+  runtime: Partial<Record<ModelFormat, Awaited<ReturnType<OrtCandidate["runtime"]>>>>;
   /** The same figures against the exact model: llama.cpp on the dequantized F32 GGUF. These are judged. */
   exactReference?: {
     gguf: string;
@@ -183,7 +182,7 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
       try {
         const figures = await compare(format, cases, candidate);
         formats[format] = figures;
-        runtime[format] = attentionRuntime(format, kvCacheDtype);
+        runtime[format] = await candidate.runtime();
         if (exact && llamaVsExact) {
           const vsExact = await compare(`${format}VsExact`, exact.cases, candidate);
           exactFormats[format] = vsExact;

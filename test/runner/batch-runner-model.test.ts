@@ -35,7 +35,7 @@ for (const [format, tolerance] of [
       );
     beforeAll(async () => {
       await ensureModel(format);
-      session = await createDecoderSession(MODEL_DIR, format, { intraOpThreads: 2 });
+      ({ session } = await createDecoderSession(MODEL_DIR, format, { intraOpThreads: 2 }));
       const tok = await loadTransformersTokenizer(MODEL_DIR);
       PROMPT = tok.encode(PROMPT_TEXT, { add_special_tokens: false });
     });

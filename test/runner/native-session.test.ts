@@ -11,6 +11,7 @@ import { type KvShape, KvSlots, kvDtypeOf } from "../../src/core/runner/kv-slots
 import { NativeDecoderSession, nativeSessions } from "../../src/core/runner/native-session.ts";
 import { checkDecoderContract, createDecoderSession } from "../../src/core/runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
+import { parseRuntimeFlags } from "../../src/core/runtime-flags.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import { hasModel, MODEL_DIR } from "./model-fixture.ts";
 import { relativeGap } from "./relative-gap.ts";
@@ -384,19 +385,39 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       expect(bytes(second.logits).equals(bytes((await b.prefill(1, [7, 8], 0)).logits))).toBe(true);
     });
 
-    it("createDecoderSession returns the native session unless ORTSERVE_NATIVE_SESSION=0", async () => {
+    it("createDecoderSession returns the native session unless ORTSERVE_NATIVE_SESSION=0, and what it built", async () => {
       const modelDir = join(paths.fp32!, "..", "..");
       const native = await createDecoderSession(modelDir, "fp32", { intraOpThreads: 1 });
-      sessions.push(native);
-      expect(native).toBeInstanceOf(NativeDecoderSession);
-      process.env.ORTSERVE_NATIVE_SESSION = "0";
-      try {
-        const ort = await createDecoderSession(modelDir, "fp32", { intraOpThreads: 1 });
-        sessions.push(ort);
-        expect(ort).not.toBeInstanceOf(NativeDecoderSession);
-      } finally {
-        delete process.env.ORTSERVE_NATIVE_SESSION;
-      }
+      sessions.push(native.session);
+      expect(native.session).toBeInstanceOf(NativeDecoderSession);
+      expect(native).toMatchObject({
+        attention: "ortserve",
+        ragged: true,
+        projections: "MatMul",
+        bindsCacheInPlace: true,
+      });
+      // The graph rewrite off: the native session runs ONNX Runtime's attention, and says so.
+      const plain = await createDecoderSession(
+        modelDir,
+        "fp32",
+        { intraOpThreads: 1 },
+        parseRuntimeFlags({ ORTSERVE_CACHED_ATTENTION: "0" }),
+      );
+      sessions.push(plain.session);
+      expect(plain).toMatchObject({ attention: "onnxruntime", ragged: false, bindsCacheInPlace: true });
+      const ort = await createDecoderSession(
+        modelDir,
+        "fp32",
+        { intraOpThreads: 1 },
+        parseRuntimeFlags({ ORTSERVE_NATIVE_SESSION: "0" }),
+      );
+      sessions.push(ort.session);
+      expect(ort.session).not.toBeInstanceOf(NativeDecoderSession);
+      expect(ort).toMatchObject({
+        attention: "onnxruntime",
+        kvCacheDtype: "float32",
+        bindsCacheInPlace: false,
+      });
     });
   });
 

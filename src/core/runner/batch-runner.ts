@@ -1,14 +1,21 @@
 /**
- * Runs forward passes over the batch KV cache: one decode step for a block of rows (one new token
- * each, every row at its own length), one prefill chunk for a single row, or, where the session
- * takes ragged tokens (ortserve's attention kernel), any number of new tokens per row in one pass.
+ * The execute stage: a step's plan → forward passes over the batch KV cache → one logits row per
+ * run. `execute` has the BatchLayout apply the plan's layout work, then chooses the passes:
+ * where the session takes ragged tokens (ortserve's attention kernel), the decoding rows, their
+ * jump-forward tokens and the prompt chunk go through one pass, which reads the weights once;
+ * otherwise a decode pass for the decoding rows (one new token each, every row at its own
+ * length), a pass per row with jump-forward tokens, and a prefill pass per prompt chunk. A chunk
+ * that needs every position's logits (prompt logprobs) always takes a pass of its own.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
+import type { PrefixCache } from "../cache/prefix-cache.ts";
 import { TOKEN_ROWS } from "./attention-graph.ts";
 import { AttentionMask } from "./attention-mask.ts";
+import { BatchLayout, type LayoutPlan, type PassRun } from "./batch-layout.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
 import { NativeDecoderSession } from "./native-session.ts";
+import type { BuiltSession } from "./ort-session.ts";
 
 export interface ForwardResult {
   /** Row-major logits: one row per kept position. */
@@ -28,39 +35,129 @@ export interface RowTokens {
   start: number;
 }
 
+/** A step's logits: per run of the plan (same order), its kept rows (none where it keeps none). */
+export interface StepOutput {
+  logits: (Float32Array | undefined)[];
+  vocab: number;
+  /** Whether decoding rows and a prompt chunk went through one pass. */
+  mixed: boolean;
+}
+
 /** The execute stage as the engine sees it: forward passes over KV rows. */
 export interface ModelRunner {
   readonly kv: KvRows;
-  /** One token for each of rows [0, tokens.length); row r holds `lengths[r]` positions. */
-  decode(tokens: readonly number[], lengths: readonly number[]): Promise<ForwardResult>;
-  /** Appends `tokens` to `row` (holding `start` positions); logits of the last `keep` positions (0 = all). */
-  prefill(row: number, tokens: readonly number[], start: number, keep?: number): Promise<ForwardResult>;
   /**
-   * Rows [0, runs.length) each append their tokens (run r to row r, holding `start` positions) in
-   * one pass (only where `mixes`): decode rows, rows with jump-forward tokens and a prompt chunk
-   * together. Logits: one row per run, in row order, from the run's last token.
+   * Applies the plan's layout work and runs its passes. Logits are valid until the next call
+   * (the session may reuse their memory).
    */
-  ragged(runs: readonly RowTokens[]): Promise<ForwardResult>;
-  /** Whether ragged() can run: the session takes ragged tokens. */
-  readonly mixes: boolean;
+  execute(plan: LayoutPlan): Promise<StepOutput>;
+  /** Forgets every row (after a failed pass the cache is in an unknown state). */
+  reset(): void;
   /** Frees the session; the runner is unusable afterwards. */
   release(): Promise<void>;
+}
+
+export interface BatchRunnerOptions {
+  /** The prefix cache complete prompts' blocks go to. */
+  prefixCache?: PrefixCache;
+  /** Decoding rows and a prompt chunk in one pass where the session can (default true). */
+  mixedSteps?: boolean;
 }
 
 export class BatchRunner implements ModelRunner {
   readonly session: InferenceSession;
   readonly kv: KvSlots;
   readonly mixes: boolean;
+  private readonly layout: BatchLayout;
+  private readonly mixedSteps: boolean;
   private busy = false;
   /** attention_mask buffers: decode passes bind rows [0, n), prefill passes one row, ragged ones theirs. */
   private readonly decodeMask = new AttentionMask();
   private readonly prefillMask = new AttentionMask();
   private readonly raggedMask = new AttentionMask();
 
-  constructor(session: InferenceSession, kv: KvSlots) {
-    this.session = session;
+  /** A session as createDecoderSession built it (its `ragged` decides `mixes`), or a bare one. */
+  constructor(session: BuiltSession | InferenceSession, kv: KvSlots, options: BatchRunnerOptions = {}) {
+    const built = "session" in session ? session : undefined;
+    this.session = built?.session ?? (session as InferenceSession);
     this.kv = kv;
-    this.mixes = session.inputNames.includes(TOKEN_ROWS);
+    this.mixes = built ? built.ragged : this.session.inputNames.includes(TOKEN_ROWS);
+    this.layout = new BatchLayout(kv, options.prefixCache);
+    this.mixedSteps = options.mixedSteps ?? true;
+  }
+
+  async execute(plan: LayoutPlan): Promise<StepOutput> {
+    const rows = this.layout.apply(plan);
+    const out = await this.passes(plan.runs, rows);
+    this.layout.savePrefixes(plan);
+    return out;
+  }
+
+  reset(): void {
+    this.layout.clear();
+  }
+
+  /** The step's passes: one ragged pass where it can, else one per kind (see the module comment). */
+  private async passes(runs: readonly PassRun[], rows: readonly number[]): Promise<StepOutput> {
+    const byRow = (list: number[]) => list.sort((i, j) => rows[i]! - rows[j]!);
+    const decoding = byRow(runs.flatMap((r, i) => (r.prompt ? [] : [i])));
+    const prompts = byRow(runs.flatMap((r, i) => (r.prompt ? [i] : [])));
+    const logits: (Float32Array | undefined)[] = runs.map(() => undefined);
+    let vocab = 0;
+    let mixed = false;
+    /** Rows taken from an earlier pass are copied before the next one: the session reuses the memory. */
+    const keep = () => {
+      logits.forEach((l, i) => {
+        if (l) logits[i] = l.slice();
+      });
+    };
+    const jumps = decoding.some((i) => runs[i]!.tokens.length > 1);
+    const together =
+      this.mixes && this.mixedSteps && decoding.length > 0
+        ? prompts.filter((i) => runs[i]!.logits !== "all")
+        : [];
+    const ragged = decoding.length > 0 && this.mixes && (together.length > 0 || jumps);
+    const alone = ragged ? prompts.filter((i) => !together.includes(i)) : prompts;
+    if (ragged) {
+      const order = [...decoding, ...together];
+      order.forEach((i, r) => {
+        if (rows[i] !== r) throw new Error("a ragged pass's runs must hold rows [0, runs)");
+      });
+      const out = await this.ragged(order.map((i) => runs[i]!));
+      vocab = out.vocab;
+      mixed = together.length > 0;
+      order.forEach((i, r) => {
+        if (runs[i]!.logits !== "none") logits[i] = out.logits.subarray(r * vocab, (r + 1) * vocab);
+      });
+    } else if (decoding.length > 0) {
+      decoding.forEach((i, r) => {
+        if (rows[i] !== r) throw new Error("a decode pass's runs must hold rows [0, runs)");
+      });
+      const out = await this.decode(
+        decoding.map((i) => runs[i]!.tokens[0]!),
+        decoding.map((i) => runs[i]!.start),
+      );
+      vocab = out.vocab;
+      decoding.forEach((i, r) => {
+        logits[i] = out.logits.subarray(r * vocab, (r + 1) * vocab);
+      });
+      // Jump-forward tokens take a pass of their own per row; the row samples after the last one.
+      for (const i of decoding) {
+        const run = runs[i]!;
+        if (run.tokens.length === 1) continue;
+        keep();
+        const own = await this.prefill(rows[i]!, run.tokens.slice(1), run.start + 1);
+        logits[i] = own.logits.subarray(own.logits.length - vocab);
+      }
+    }
+    for (const i of alone) {
+      const run = runs[i]!;
+      keep();
+      const out = await this.prefill(rows[i]!, run.tokens, run.start, run.logits === "all" ? 0 : 1);
+      vocab = out.vocab;
+      if (run.logits !== "none") logits[i] = out.logits;
+    }
+    return { logits, vocab, mixed };
   }
 
   release(): Promise<void> {

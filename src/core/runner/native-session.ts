@@ -29,6 +29,7 @@ import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
+import { runtimeFlags } from "../runtime-flags.ts";
 import { cachedAttentionModel, rewrittenInputDefaults } from "./attention-graph.ts";
 import type { KvDtype } from "./kv-rows.ts";
 import type { KvBinding } from "./kv-slots.ts";
@@ -126,7 +127,7 @@ const ARRAYS: Record<number, new (buffer: ArrayBuffer) => Tensor.DataType> = {
 };
 
 /** ORTSERVE_KEPT_BINDING=0 binds everything on every run (to measure what the kept binding saves). */
-const KEEP_BINDING = process.env.ORTSERVE_KEPT_BINDING !== "0";
+const KEEP_BINDING = runtimeFlags.keptBinding;
 
 /** The reused logits buffer grows to at most this many floats (64 MiB); bigger outputs get their own. */
 const REUSED_MAX_FLOATS = 16 * 1024 * 1024;
@@ -218,6 +219,8 @@ export class NativeDecoderSession implements InferenceSession {
    * decode step reads of them.
    */
   readonly packedWeightBytes: number;
+  /** What runs attention: ortserve's kernel (the rewritten graph) or ONNX Runtime's GroupQueryAttention. */
+  readonly attention: "ortserve" | "onnxruntime";
   private readonly raw: RawSession;
   private readonly reuseLogits: boolean;
   /** With reuseLogits, where the logits go: each run's are a view valid until the next run. */
@@ -230,8 +233,14 @@ export class NativeDecoderSession implements InferenceSession {
   private readonly defaults: [string, Tensor][];
   private readonly outputSet: ReadonlySet<string>;
 
-  constructor(raw: RawSession, reuseLogits = false, defaults: Record<string, Tensor> = {}) {
+  constructor(
+    raw: RawSession,
+    reuseLogits = false,
+    defaults: Record<string, Tensor> = {},
+    attention: "ortserve" | "onnxruntime" = "onnxruntime",
+  ) {
     this.raw = raw;
+    this.attention = attention;
     this.reuseLogits = reuseLogits;
     this.inputMetadata = metadata(raw.inputMetadata);
     this.outputMetadata = metadata(raw.outputMetadata);
@@ -517,7 +526,7 @@ export interface NativeSessions {
 }
 
 function load(): NativeSessions | undefined {
-  if (process.env.ORTSERVE_NATIVE_SESSION === "0") return undefined;
+  if (!runtimeFlags.nativeSession) return undefined;
   let addon: SessionAddon;
   try {
     addon = createRequire(import.meta.url)(ADDON) as SessionAddon;
@@ -537,16 +546,11 @@ function load(): NativeSessions | undefined {
     return undefined;
   }
   // "0" keeps MatMulNBits; a kernel's name runs that one (to measure a slower CPU's on this one).
-  const quantSetting = process.env.ORTSERVE_BLOCK_QUANT_MATMUL;
-  const quantMatMul = addon.blockQuantMatMulAccelerated && quantSetting !== "0";
-  if (
-    quantMatMul &&
-    quantSetting &&
-    quantSetting !== "1" &&
-    addon.setBlockQuantMatMulKernel(quantSetting) !== quantSetting
-  )
+  const quantMatMul = addon.blockQuantMatMulAccelerated && runtimeFlags.blockQuantMatMul;
+  const kernel = runtimeFlags.blockQuantMatMulKernel;
+  if (quantMatMul && kernel && addon.setBlockQuantMatMulKernel(kernel) !== kernel)
     process.emitWarning(
-      `ortserve: ORTSERVE_BLOCK_QUANT_MATMUL=${quantSetting} is not a kernel this CPU runs (${addon.blockQuantMatMulKernels.join(", ")})`,
+      `ortserve: ORTSERVE_BLOCK_QUANT_MATMUL=${kernel} is not a kernel this CPU runs (${addon.blockQuantMatMulKernels.join(", ")})`,
     );
   return {
     version,
@@ -556,7 +560,7 @@ function load(): NativeSessions | undefined {
     blockQuantMatMulKernel: () => addon.blockQuantMatMulKernel(),
     keepSmallPages: (array) => addon.keepSmallPages(array),
     create: (modelPath, { intraOpThreads, interOpThreads, reuseLogits, cachedAttention, kvCacheDtype }) => {
-      const wanted = cachedAttention ?? process.env.ORTSERVE_CACHED_ATTENTION !== "0";
+      const wanted = cachedAttention ?? runtimeFlags.cachedAttention;
       const rewritten = wanted
         ? cachedAttentionModel(modelPath, { cacheDtype: kvCacheDtype, quantMatMul })
         : undefined;
@@ -566,7 +570,12 @@ function load(): NativeSessions | undefined {
         interOpThreads,
         rewritten !== undefined,
       );
-      return new NativeDecoderSession(session, reuseLogits, rewritten ? rewrittenInputDefaults() : {});
+      return new NativeDecoderSession(
+        session,
+        reuseLogits,
+        rewritten ? rewrittenInputDefaults() : {},
+        rewritten ? "ortserve" : "onnxruntime",
+      );
     },
   };
 }

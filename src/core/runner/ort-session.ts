@@ -5,8 +5,11 @@
 import { existsSync } from "node:fs";
 import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
+import { type RuntimeFlags, runtimeFlags } from "../runtime-flags.ts";
 import type { KvCacheDtypeSetting } from "../types.ts";
-import { KV_DTYPES, type KvDtype } from "./kv-rows.ts";
+import { TOKEN_ROWS } from "./attention-graph.ts";
+import type { KvDtype } from "./kv-rows.ts";
+import { kvDtypeOf } from "./kv-slots.ts";
 import { nativeSessions } from "./native-session.ts";
 
 export interface DecoderSessionOptions {
@@ -30,35 +33,76 @@ export interface DecoderSessionOptions {
 export const DEFAULT_INTRA_OP_THREADS = 2;
 
 /**
+ * What a decoder session was actually built with, read from the session itself: the runner, the
+ * KV cache, the engine and /metrics take these facts from here, never from the switches that
+ * asked for them (a graph rewrite may fall back).
+ */
+export interface BuiltSession {
+  session: InferenceSession;
+  /** ortserve's CachedAttention (the rewritten graph) or ONNX Runtime's GroupQueryAttention. */
+  attention: "ortserve" | "onnxruntime";
+  /** The KV cache's element type, as the session's inputs declare it. */
+  kvCacheDtype: KvDtype;
+  /** The session takes ragged tokens (`token_rows`): any tokens per row in one pass. */
+  ragged: boolean;
+  /** What multiplies the weights: ortserve's kernel, or ONNX Runtime's MatMulNBits (q4) / MatMul. */
+  projections: "ortserve.BlockQuantMatMul" | "MatMulNBits" | "MatMul";
+  /** With ortserve's kernel, the instruction set it runs on ("avx512-vnni", "avx2"). */
+  projectionKernel?: string;
+  /** With BlockQuantMatMul: the bytes its packed weights take, which every decode step reads. */
+  packedWeightBytes?: number;
+  /** The session binds the cache in place (native): the cache may reserve its whole budget at once. */
+  bindsCacheInPlace: boolean;
+}
+
+/**
  * The decoder's session: the native one (native-session.ts: the same ONNX Runtime through its C
  * API with IoBinding, no copies of the KV cache) when the addon is built, onnxruntime-node's
- * otherwise or with ORTSERVE_NATIVE_SESSION=0. Both run with the same options and give the same
- * numbers.
+ * otherwise or with ORTSERVE_NATIVE_SESSION=0 (`flags.nativeSession`). Both run with the same
+ * options and give the same numbers. Returns the session and what it was built with.
  */
 export async function createDecoderSession(
   modelDir: string,
   format: ModelFormat,
   options: DecoderSessionOptions = {},
-): Promise<InferenceSession> {
+  flags: RuntimeFlags = runtimeFlags,
+): Promise<BuiltSession> {
   const path = weightPath(modelDir, format);
   if (!existsSync(path)) throw new Error(`model file not found: ${path}`);
   const intraOpNumThreads = options.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS;
   const interOpNumThreads = options.interOpThreads ?? 1;
-  const kvCacheDtype = kvCacheDtypeFor(format, options.kvCacheDtype);
-  if (nativeSessions && process.env.ORTSERVE_NATIVE_SESSION !== "0")
-    return nativeSessions.create(path, {
+  const kvCacheDtype = kvCacheDtypeFor(format, options.kvCacheDtype, flags);
+  if (nativeSessions && flags.nativeSession) {
+    const session = nativeSessions.create(path, {
       intraOpThreads: intraOpNumThreads,
       interOpThreads: interOpNumThreads,
       reuseLogits: options.reuseLogits,
       kvCacheDtype,
+      cachedAttention: flags.cachedAttention,
     });
+    const packed = session.packedWeightBytes > 0;
+    return {
+      session,
+      attention: session.attention,
+      kvCacheDtype: kvDtypeOf(session),
+      ragged: session.inputNames.includes(TOKEN_ROWS),
+      projections: format !== "q4" ? "MatMul" : packed ? "ortserve.BlockQuantMatMul" : "MatMulNBits",
+      ...(packed
+        ? {
+            projectionKernel: nativeSessions.blockQuantMatMulKernel(),
+            packedWeightBytes: session.packedWeightBytes,
+          }
+        : {}),
+      bindsCacheInPlace: true,
+    };
+  }
   // onnxruntime-node's session runs ONNX Runtime's GroupQueryAttention, over a float32 cache only.
   if (options.kvCacheDtype && options.kvCacheDtype !== "auto" && kvCacheDtype !== "float32")
     throw new Error(
       `a ${kvCacheDtype} KV cache needs ortserve's native session (native/ built, ORTSERVE_NATIVE_SESSION not 0)`,
     );
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
-  return InferenceSession.create(path, {
+  const session = await InferenceSession.create(path, {
     executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
     executionMode: "sequential",
@@ -68,61 +112,31 @@ export async function createDecoderSession(
     // run returns, so the engine's work between steps does not share the cores with them.
     extra: { session: { force_spinning_stop: "1" } },
   });
+  return {
+    session,
+    attention: "onnxruntime",
+    kvCacheDtype: kvDtypeOf(session),
+    ragged: false,
+    projections: format === "q4" ? "MatMulNBits" : "MatMul",
+    bindsCacheInPlace: false,
+  };
 }
 
 /**
  * The KV cache's element type for a weight format: the one asked for (`--kv-cache-dtype`), else
  * float16 for q4 (as llama.cpp keeps its cache by default: half the bytes each decode step reads
  * per cached position) and float32 for fp32, whose point is exactness.
- * ORTSERVE_KV_CACHE_DTYPE=float32|float16|int8 stands in for "auto" (native session only).
+ * ORTSERVE_KV_CACHE_DTYPE=float32|float16|int8 (`flags.kvCacheDtype`) stands in for "auto"
+ * (native session only).
  */
-export function kvCacheDtypeFor(format: ModelFormat, setting: KvCacheDtypeSetting = "auto"): KvDtype {
-  if (setting !== "auto") return setting;
-  const forced = process.env.ORTSERVE_KV_CACHE_DTYPE;
-  if ((KV_DTYPES as readonly string[]).includes(forced ?? "")) return forced as KvDtype;
-  if (forced)
-    throw new Error(
-      `ORTSERVE_KV_CACHE_DTYPE must be ${KV_DTYPES.slice(0, -1).join(", ")} or ${KV_DTYPES.at(-1)} (got "${forced}")`,
-    );
-  return format === "q4" ? "float16" : "float32";
-}
-
-/**
- * What runs attention for a format and in what precision the cache is kept: ortserve's kernel
- * (native session with the cached-attention graph) or ONNX Runtime's GroupQueryAttention (float32);
- * and what multiplies the weights.
- */
-export function attentionRuntime(
+export function kvCacheDtypeFor(
   format: ModelFormat,
-  kvCacheDtype: KvCacheDtypeSetting = "auto",
-): {
-  kernel: "ortserve" | "onnxruntime";
-  kvCacheDtype: KvDtype;
-  /** What multiplies the quantized weights (q4): ortserve's kernel or ONNX Runtime's MatMulNBits. */
-  projections: "ortserve.BlockQuantMatMul" | "MatMulNBits" | "MatMul";
-  /** With ortserve's kernel, the instruction set it runs on ("avx512-vnni", "avx2"). */
-  projectionKernel?: string;
-} {
-  const ours =
-    nativeSessions !== undefined &&
-    process.env.ORTSERVE_NATIVE_SESSION !== "0" &&
-    process.env.ORTSERVE_CACHED_ATTENTION !== "0";
-  const projections =
-    format !== "q4"
-      ? "MatMul"
-      : ours && nativeSessions?.blockQuantMatMul
-        ? "ortserve.BlockQuantMatMul"
-        : "MatMulNBits";
-  const projectionKernel =
-    projections === "ortserve.BlockQuantMatMul" ? nativeSessions?.blockQuantMatMulKernel() : undefined;
-  return ours
-    ? {
-        kernel: "ortserve",
-        kvCacheDtype: kvCacheDtypeFor(format, kvCacheDtype),
-        projections,
-        projectionKernel,
-      }
-    : { kernel: "onnxruntime", kvCacheDtype: "float32", projections };
+  setting: KvCacheDtypeSetting = "auto",
+  flags: RuntimeFlags = runtimeFlags,
+): KvDtype {
+  if (setting !== "auto") return setting;
+  if (flags.kvCacheDtype) return flags.kvCacheDtype;
+  return format === "q4" ? "float16" : "float32";
 }
 
 /** Names of the decoder-with-past cache inputs and outputs (Optimum / transformers.js contract). */

@@ -11,6 +11,7 @@
  * ORTSERVE_NATIVE=0.
  */
 import { createRequire } from "node:module";
+import { runtimeFlags } from "../runtime-flags.ts";
 import { EXP_TABLE } from "./ops/exp.ts";
 
 export interface NativeKernels {
@@ -68,7 +69,7 @@ export interface NativeKernels {
 const ADDON = "../../../native/build/Release/ortserve_native.node";
 
 function load(): NativeKernels | undefined {
-  if (process.env.ORTSERVE_NATIVE === "0") return undefined;
+  if (!runtimeFlags.nativeKernels) return undefined;
   let kernels: NativeKernels;
   try {
     kernels = createRequire(import.meta.url)(ADDON) as NativeKernels;

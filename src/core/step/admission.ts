@@ -88,7 +88,7 @@ export function admit(
     promptLogprobs: [null],
     promptLogits: [],
     aborted: false,
-    finishedChoices: 0,
+    state: "waiting",
   };
   if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;

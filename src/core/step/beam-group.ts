@@ -10,10 +10,11 @@ import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import { type BeamCandidate, BeamSearch } from "../sample/beam-search.ts";
 import { logSumExp, topLogprobs } from "../sample/ops/logprobs.ts";
 import type { EngineEvent } from "../types.ts";
+import type { SequenceRow } from "./active-request.ts";
 import type { TokenConstraint } from "./constrain.ts";
 
-/** One live beam's place in the batch: what `EngineCore` treats as a decoding row. */
-export class BeamRow {
+/** One live beam's place in the batch: a decoding row, as a choice's Sequence is. */
+export class BeamRow implements SequenceRow {
   readonly group: BeamGroup;
   beamId: number;
   length: number;
@@ -34,6 +35,14 @@ export class BeamRow {
     this.length = length;
     this.lastToken = lastToken;
     this.constraint = constraint;
+  }
+
+  nextTokens(): number[] {
+    return [this.lastToken];
+  }
+
+  computed(count: number): void {
+    this.length += count;
   }
 }
 
@@ -74,6 +83,15 @@ export class BeamGroup {
     this.vals = new Float64Array(this.search.candidatesPerBeam);
     this.tokenizer = tokenizer;
     this.skipSpecialTokens = skipSpecialTokens;
+  }
+
+  /** The rows once the prompt is in the cache: the prompt's row is the root beam (id 0), the others copies to be. */
+  openRows(promptLength: number): BeamRow[] {
+    this.rows = Array.from(
+      { length: this.search.beamWidth },
+      (_, i) => new BeamRow(this, i === 0 ? 0 : -1, promptLength, -1, this.constraints?.[i]),
+    );
+    return this.rows;
   }
 
   private candidates(logits: Float32Array): BeamCandidate[] {

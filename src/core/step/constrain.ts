@@ -7,6 +7,8 @@
  * Structured outputs plug in by implementing TokenConstraint (src/core/structured/); sequences
  * without one are unmasked.
  */
+import type { SequenceRow } from "./active-request.ts";
+import type { StepPlan } from "./plan.ts";
 
 export interface TokenConstraint {
   /** Sets the bits of the tokens allowed next; `mask` arrives cleared. */
@@ -61,5 +63,38 @@ export class MaskRows {
       out.push(row);
     }
     return out;
+  }
+}
+
+/**
+ * The constrain stage of a step: the mask of every choice that samples from this step's logits
+ * (decoding choices, and every choice of a prompt the step completes), while the pass runs.
+ * Beams mask their own candidates (BeamGroup). A failing mask fails the step, after the pass.
+ */
+export async function constrain(
+  plan: StepPlan,
+  masks: MaskRows,
+  pass: Promise<unknown>,
+): Promise<Map<SequenceRow, Uint32Array>> {
+  const sampling: SequenceRow[] = [];
+  for (const run of plan.runs) {
+    const a = run.request;
+    if (a.beams) continue;
+    if (run.row) {
+      if (!run.row.finished && run.row.constraint) sampling.push(run.row);
+    } else if (run.completesPrompt && a.maxTokens > 0) sampling.push(...a.sequences);
+  }
+  const out = new Map<SequenceRow, Uint32Array>();
+  if (!sampling.some((s) => s.constraint)) return out;
+  try {
+    const rows = await masks.build(sampling);
+    sampling.forEach((s, i) => {
+      if (rows[i]) out.set(s, rows[i]);
+    });
+    return out;
+  } catch (err) {
+    // The pass's own failure, if any, is reported by the step's await of it; not twice.
+    pass.catch(() => {});
+    throw err;
   }
 }

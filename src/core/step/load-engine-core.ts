@@ -1,12 +1,14 @@
 /** Builds an EngineCore from a converted model directory: ONNX session, config and tokenizer. */
+import { PrefixCache } from "../cache/prefix-cache.ts";
 import { readModelConfig } from "../model/model-config.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { TokenizerThread } from "../prompt/tokenizer-thread.ts";
 import { BatchRunner } from "../runner/batch-runner.ts";
-import { KvSlots, kvDtypeOf } from "../runner/kv-slots.ts";
-import { NativeDecoderSession, nativeSessions } from "../runner/native-session.ts";
-import { attentionRuntime, checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
+import { KvSlots } from "../runner/kv-slots.ts";
+import { nativeSessions } from "../runner/native-session.ts";
+import { checkDecoderContract, createDecoderSession } from "../runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
+import { runtimeFlags } from "../runtime-flags.ts";
 import type { EngineCoreConfig } from "../types.ts";
 import { EngineCore } from "./engine-core.ts";
 
@@ -16,24 +18,29 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   // Its thread loads beside the session, not awaited: short prompts never wait for it (admission.ts).
   const prompts = new TokenizerThread(config.modelDir);
   prompts.info().catch(() => {});
-  let session: Awaited<ReturnType<typeof createDecoderSession>>;
+  let built: Awaited<ReturnType<typeof createDecoderSession>>;
   try {
     // Loaded last, so a bad config or tokenizer cannot leak a session.
-    session = await createDecoderSession(config.modelDir, config.format, {
-      intraOpThreads: config.intraOpThreads,
-      kvCacheDtype: config.kvCacheDtype,
-      // The engine is done with a step's logits before the next forward pass.
-      reuseLogits: true,
-    });
+    built = await createDecoderSession(
+      config.modelDir,
+      config.format,
+      {
+        intraOpThreads: config.intraOpThreads,
+        kvCacheDtype: config.kvCacheDtype,
+        // The engine is done with a step's logits before the next forward pass.
+        reuseLogits: true,
+      },
+      runtimeFlags,
+    );
   } catch (err) {
     await prompts.close();
     throw err;
   }
   try {
-    checkDecoderContract(session, model.numLayers);
+    checkDecoderContract(built.session, model.numLayers);
   } catch (err) {
     await prompts.close();
-    await session.release();
+    await built.session.release();
     throw err;
   }
   const maxModelLen = Math.min(config.maxModelLen, model.maxPositions);
@@ -42,29 +49,28 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
     {
       maxRows: config.maxNumSeqs,
       maxPositions: maxModelLen,
-      dtype: kvDtypeOf(session),
+      dtype: built.kvCacheDtype,
       // Only a session that binds the cache in place can take it whole: onnxruntime-node's copies it out every run.
-      reserve: session instanceof NativeDecoderSession,
+      reserve: built.bindsCacheInPlace,
       onReserve: (memory) => nativeSessions?.keepSmallPages(memory),
     },
   );
-  const { kernel, projections, projectionKernel } = attentionRuntime(config.format, config.kvCacheDtype);
+  const prefixCache = new PrefixCache(config.prefixCacheBytes);
   return new EngineCore(
     { ...config, maxModelLen },
     model,
-    new BatchRunner(session, kv),
+    new BatchRunner(built, kv, { prefixCache, mixedSteps: runtimeFlags.mixedSteps }),
     {
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
       prompts,
     },
     {
-      attention: kernel,
-      projections,
-      projectionKernel,
-      ...(session instanceof NativeDecoderSession && session.packedWeightBytes > 0
-        ? { packedWeightBytes: session.packedWeightBytes }
-        : {}),
+      attention: built.attention,
+      projections: built.projections,
+      ...(built.projectionKernel ? { projectionKernel: built.projectionKernel } : {}),
+      ...(built.packedWeightBytes ? { packedWeightBytes: built.packedWeightBytes } : {}),
     },
+    prefixCache,
   );
 }

@@ -11,6 +11,7 @@ import type { SampledToken } from "../sample/params.ts";
 import { detectRepetition, type RepetitionDetection } from "../sample/repetition.ts";
 import type { SequenceSampler } from "../sample/sampler.ts";
 import type { EngineEvent, FinishReason, TokenLogprob } from "../types.ts";
+import type { SequenceRow } from "./active-request.ts";
 import type { TokenConstraint } from "./constrain.ts";
 
 export interface SequenceLimits {
@@ -29,7 +30,7 @@ interface Finish {
   stopReason: number | string | null;
 }
 
-export class Sequence {
+export class Sequence implements SequenceRow {
   readonly choice: number;
   readonly sampler: SequenceSampler;
   /** Limits the tokens this sequence may sample (structured outputs). */
@@ -139,11 +140,14 @@ export class Sequence {
     return events;
   }
 
-  /** Takes the forced tokens the row is about to compute. */
-  takeForced(): number[] {
-    const ids = this.forced;
+  nextTokens(): number[] {
+    return [this.lastToken, ...this.forced];
+  }
+
+  /** The pass computed the planned tokens: the last sampled one and the forced ones. */
+  computed(count: number): void {
+    this.length += count;
     this.forced = [];
-    return ids;
   }
 
   /** One output token (the constraint already took it): stop checks and the text it completes. */

@@ -1,22 +1,64 @@
 /**
- * The update stage: sampled tokens join their sequences (stop checks, detokenizing, events), beam
- * groups advance with their rows' logits, and a request whose prompt is fully computed reports it.
+ * The update stage of a step: the pass's tokens are in the cache now (rows and prompts advance),
+ * prompt logprobs are gathered, sampled tokens join their choices (stop checks, detokenizing,
+ * events, jump-forward), beam searches advance, a prompt the step completed reports it and starts
+ * decoding, and requests whose every choice is done finish.
  */
-import type { KvRows } from "../runner/kv-rows.ts";
+import type { TokenizerLike } from "../output/tokenizer-like.ts";
 import type { SampledToken } from "../sample/params.ts";
-import type { ActiveRequest } from "./active-request.ts";
-import type { BeamRow } from "./beam-group.ts";
-import { choiceFinished } from "./schedule.ts";
+import { type ActiveRequest, finish, liveRows } from "./active-request.ts";
+import type { StepPlan } from "./plan.ts";
+import { collectPromptLogprobs } from "./prompt-logprobs.ts";
+import type { Sampled } from "./sample.ts";
+import type { Scheduler } from "./schedule.ts";
 import type { Sequence } from "./sequence.ts";
+
+export interface UpdateContext {
+  scheduler: Scheduler;
+  tokenizer: TokenizerLike;
+}
+
+export async function update(plan: StepPlan, sampled: Sampled, ctx: UpdateContext): Promise<void> {
+  const { scheduler } = ctx;
+  for (const run of plan.runs) {
+    const a = run.request;
+    if (run.row) {
+      run.row.computed(run.tokens.length);
+      continue;
+    }
+    const rows = sampled.promptRows.get(a);
+    if (rows && a.req.promptLogprobs !== undefined)
+      collectPromptLogprobs(a, rows, sampled.vocab, run.start, run.tokens.length, ctx.tokenizer);
+    if (rows && a.req.promptLogits) a.promptLogits.push(rows.slice());
+    a.computed += run.tokens.length;
+  }
+  for (const c of sampled.tokens) if (!c.first) deliver(c.request, c.seq, c.token);
+  for (const [a, logits] of sampled.beams)
+    if (a.state === "decoding") await advanceBeams(a, logits, scheduler);
+  for (const run of plan.runs) {
+    if (!run.completesPrompt) continue;
+    const a = run.request;
+    emitPrompt(a, sampled.vocab);
+    scheduler.promptDone(a);
+    if (a.state !== "decoding") continue;
+    const first = sampled.beams.get(a);
+    if (first) await advanceBeams(a, first, scheduler);
+    else for (const c of sampled.tokens) if (c.first && c.request === a) deliver(a, c.seq, c.token);
+  }
+  for (const a of new Set(plan.runs.map((r) => r.request)))
+    if (a.state === "decoding" && liveRows(a).length === 0) {
+      finish(a, "complete");
+      scheduler.leave(a);
+    }
+}
 
 /**
  * Appends a sampled token to a choice and forwards the events it produces; then, where its
  * grammar forces at least JUMP_MINIMUM tokens, those join it too (jump-forward).
  */
-export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken): void {
+function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken): void {
   for (const e of seq.append(sampled)) a.emit(e);
   for (const e of seq.jumpForward(JUMP_MINIMUM)) a.emit(e);
-  if (seq.finished) choiceFinished(a);
 }
 
 /**
@@ -30,7 +72,7 @@ export function deliver(a: ActiveRequest, seq: Sequence, sampled: SampledToken):
 export const JUMP_MINIMUM = 2;
 
 /** The first event of every request: the prompt as the model saw it (and its logprobs if asked). */
-export function emitPrompt(a: ActiveRequest, vocab: number): void {
+function emitPrompt(a: ActiveRequest, vocab: number): void {
   let promptLogits: Float32Array | undefined;
   if (a.req.promptLogits) {
     promptLogits = new Float32Array(a.promptIds.length * vocab);
@@ -50,24 +92,11 @@ export function emitPrompt(a: ActiveRequest, vocab: number): void {
     promptLogits,
     echo: a.echo,
   });
-  // Nothing to generate (scoring): the request ends with its prompt.
-  if (a.maxTokens === 0) a.emit({ type: "done" });
 }
 
-/** One beam-search step for a request from its live beams' logits rows; KV rows follow their beams. */
-export async function advanceBeams(
-  a: ActiveRequest,
-  logits: Float32Array[],
-  kv: KvRows,
-  rowOf: (beam: BeamRow) => number,
-): Promise<void> {
-  const group = a.beams!;
-  await group.advance(logits, (moves) => {
-    kv.moveRows(moves.map((m) => ({ from: rowOf(m.from), to: rowOf(m.to), length: m.length })));
+/** One beam-search step from its live beams' logits rows; the next plan copies KV rows after their beams. */
+async function advanceBeams(a: ActiveRequest, logits: Float32Array[], scheduler: Scheduler): Promise<void> {
+  await a.beams!.advance(logits, (moves) => {
+    scheduler.copyRows(moves.map((m) => ({ from: m.from, to: m.to, length: m.length })));
   });
-  if (group.search.done) {
-    for (const e of group.results()) a.emit(e);
-    a.finishedChoices = a.req.n;
-    a.emit({ type: "done" });
-  }
 }

@@ -1,0 +1,178 @@
+/**
+ * The batch's KV rows: which row each slot holds (a slot is a prompt being prefilled, a choice or
+ * a beam: any object the plan names), and every change to the cache's layout. It is the only
+ * caller of KvRows. The runner applies a step's plan here just before the step's pass:
+ *
+ *   1. forks            a complete prompt's row passes to its first choice (or beam); the others
+ *                       copy it
+ *   2. beam copies      each live beam's row takes its parent's positions (parents read first:
+ *                       a parent may be leaving the batch)
+ *   3. compaction       slots the plan does not run leave; the last decoding row fills each gap,
+ *                       then the prompt rows move down; memory far beyond the need is given back
+ *   4. admission        a new prompt gets the row after the others, room for its whole prompt and
+ *                       its cached prefix blocks
+ *   5. the pass         each run's row; after it, complete prompts' blocks go to the prefix cache
+ *
+ * Architecture invariant: rows [0, decoding) hold the slots that decode (one contiguous batch
+ * tensor for a decode pass), prompt slots follow; after a plan is applied, rows [0, runs) are
+ * exactly the plan's runs. The scheduler decides what runs; only this module knows where.
+ */
+import { PREFIX_BLOCK, type PrefixCache } from "../cache/prefix-cache.ts";
+import type { KvBlock, KvRows } from "./kv-rows.ts";
+
+/** Whatever stands for one KV row's owner: compared by identity only. */
+export type Slot = object;
+
+/** What the runner computes for one slot this step. */
+export interface PassRun {
+  slot: Slot;
+  /** Positions the slot's row holds: the run's tokens go after them. */
+  start: number;
+  tokens: readonly number[];
+  /** Logits kept: the last token's, every token's (prompt logprobs), or none (a prompt's inner chunk). */
+  logits: "last" | "all" | "none";
+  /** A prompt chunk (its row follows the decoding rows), not a decoding row's new tokens. */
+  prompt: boolean;
+}
+
+/** The KV work of a step's plan (StepPlan in src/core/step/plan.ts carries it, with more). */
+export interface LayoutPlan {
+  runs: readonly PassRun[];
+  /** Prompts admitted this step: a row each, room for `positions`, and their cached prefix blocks from position 0. */
+  admitted: readonly { slot: Slot; positions: number; blocks: readonly KvBlock[] }[];
+  /** Prompts complete since the last step: their row becomes `to[0]`'s and is copied to the others (applied first). */
+  forks: readonly { from: Slot; to: readonly Slot[]; length: number }[];
+  /** Beam search's row moves of the last step: every source is read before any row is written. */
+  beamCopies: readonly { from: Slot; to: Slot; length: number }[];
+  /** Prompts this step completes: after the pass, their blocks (keyed in order) go to the prefix cache. */
+  prefixSaves: readonly { slot: Slot; keys: readonly string[] }[];
+}
+
+export class BatchLayout {
+  private readonly kv: KvRows;
+  private readonly prefixCache: PrefixCache | undefined;
+  /** Slots in row order: decoding ones first, then prompts. */
+  private readonly rows: Slot[] = [];
+  private decoding = 0;
+  /** Positions each slot's row holds (as of its last pass). */
+  private readonly held = new Map<Slot, number>();
+
+  constructor(kv: KvRows, prefixCache?: PrefixCache) {
+    this.kv = kv;
+    this.prefixCache = prefixCache;
+  }
+
+  /** The row of each run, in the plan's order, once the plan's layout changes are made. */
+  apply(plan: LayoutPlan): number[] {
+    for (const f of plan.forks) this.fork(f.from, f.to, f.length);
+    this.copyBeams(plan.beamCopies);
+    this.compact(plan.runs);
+    for (const a of plan.admitted) this.admit(a.slot, a.positions, a.blocks);
+    const index = new Map(this.rows.map((s, r) => [s, r]));
+    return plan.runs.map((run) => {
+      const row = index.get(run.slot);
+      if (row === undefined) throw new Error("a planned run's slot holds no KV row");
+      this.held.set(run.slot, run.start + run.tokens.length);
+      return row;
+    });
+  }
+
+  /** After the pass: complete prompts' blocks the prefix cache does not hold yet. */
+  savePrefixes(plan: LayoutPlan): void {
+    const cache = this.prefixCache;
+    if (!cache) return;
+    for (const { slot, keys } of plan.prefixSaves) {
+      const row = this.rows.indexOf(slot);
+      keys.forEach((key, i) => {
+        if (!cache.has(key)) cache.insert(key, this.kv.saveBlock(row, i * PREFIX_BLOCK, PREFIX_BLOCK));
+      });
+    }
+  }
+
+  /** Forgets every slot (after a failed pass the cache is in an unknown state). */
+  clear(): void {
+    this.rows.length = 0;
+    this.decoding = 0;
+    this.held.clear();
+  }
+
+  private copyBeams(copies: LayoutPlan["beamCopies"]): void {
+    if (copies.length === 0) return;
+    const rowOf = (s: Slot) => {
+      const r = this.rows.indexOf(s);
+      if (r < 0) throw new Error("a beam copy names a slot with no KV row");
+      return r;
+    };
+    this.kv.moveRows(copies.map((c) => ({ from: rowOf(c.from), to: rowOf(c.to), length: c.length })));
+    for (const c of copies) this.held.set(c.to, c.length);
+  }
+
+  /**
+   * A prompt's row becomes its first choice's; the others take rows right after it (the prompt
+   * being prefilled is the last row, so they are the next free ones), each a copy of it.
+   */
+  private fork(from: Slot, to: readonly Slot[], length: number): void {
+    const row = this.rows.indexOf(from);
+    if (row < 0) throw new Error("a fork names a slot with no KV row");
+    this.held.delete(from);
+    const [first, ...others] = to;
+    if (first === undefined) return;
+    this.rows[row] = first;
+    this.held.set(first, length);
+    // A complete prompt joins the decoding rows: it is the first prompt row.
+    if (row === this.decoding) this.decoding++;
+    others.forEach((slot, i) => {
+      const at = row + 1 + i;
+      if (at < this.rows.length) throw new Error("a fork's rows are taken");
+      this.kv.copyRow(row, at, length);
+      this.rows.push(slot);
+      this.held.set(slot, length);
+      this.decoding++;
+    });
+  }
+
+  /** Slots not in this step's runs leave; the last decoding row fills each gap, prompts move down. */
+  private compact(runs: readonly PassRun[]): void {
+    const live = new Set(runs.map((r) => r.slot));
+    const prompts = this.rows.slice(this.decoding);
+    const decoding = this.rows.slice(0, this.decoding);
+    for (let r = decoding.length - 1; r >= 0; r--) {
+      if (live.has(decoding[r]!)) continue;
+      this.held.delete(decoding[r]!);
+      const last = decoding.length - 1;
+      if (r !== last) {
+        this.kv.copyRow(last, r, this.held.get(decoding[last]!) ?? 0);
+        decoding[r] = decoding[last]!;
+      }
+      decoding.pop();
+      // The prompt rows live just after the decoding rows: keep them adjacent.
+      prompts.forEach((slot, i) => {
+        this.kv.copyRow(last + 1 + i, last + i, this.held.get(slot) ?? 0);
+      });
+    }
+    const keptPrompts = prompts.filter((slot) => live.has(slot));
+    for (const slot of prompts) if (!live.has(slot)) this.held.delete(slot);
+    // Debt: a prompt leaving from between other prompts would need their rows moved down; one
+    // prompt is prefilled at a time, so a leaving prompt is always the last row.
+    if (!keptPrompts.every((slot, i) => prompts[i] === slot))
+      throw new Error("a prompt left from between other prompt rows");
+    this.rows.length = 0;
+    this.rows.push(...decoding, ...keptPrompts);
+    this.decoding = decoding.length;
+    // One long request or a burst must not keep the cache (and every step's tensors) large for good.
+    let positions = 0;
+    for (const slot of this.rows) positions = Math.max(positions, this.held.get(slot) ?? 0);
+    this.kv.shrinkTo(this.rows.length, positions);
+  }
+
+  /** Room for the whole prompt at once: growing chunk by chunk would re-lay the cache out each time. */
+  private admit(slot: Slot, positions: number, blocks: readonly KvBlock[]): void {
+    const row = this.rows.length;
+    this.rows.push(slot);
+    this.kv.reserve(row + 1, positions);
+    blocks.forEach((block, i) => {
+      this.kv.loadBlock(block, row, i * PREFIX_BLOCK);
+    });
+    this.held.set(slot, blocks.length * PREFIX_BLOCK);
+  }
+}
