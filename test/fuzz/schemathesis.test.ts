@@ -23,6 +23,7 @@ describe.skipIf(!hasPython)("schemathesis (short run)", () => {
     const [cases, serverErrors, failedChecks] = summary!.slice(1).map(Number);
     expect(cases).toBeGreaterThanOrEqual(300);
     expect({ serverErrors, failedChecks }, out.slice(-4000)).toEqual({ serverErrors: 0, failedChecks: 0 });
-    expect(run.status).toBe(0);
+    // A non-zero exit with no failed check is schemathesis' own error (network, flaky); its report says which.
+    expect(run.status, out.slice(-4000)).toBe(0);
   }, 320_000);
 });
