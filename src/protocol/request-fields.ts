@@ -11,6 +11,7 @@ import {
   type Infer,
   integer,
   isArray,
+  isPlainObject,
   isString,
   jsonObject,
   literal,
@@ -21,6 +22,7 @@ import {
   type Schema,
   string,
   transform,
+  typeError,
   union,
   valueError,
   withDefault,
@@ -135,25 +137,40 @@ export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = tran
 
 const TOKEN_ID_KEY = /^\s*[+-]?\d+\s*$/;
 
-/** Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. */
-export const logitBiasSchema: Schema<[number, number][]> = transform(jsonObject(), (bias, path) => {
-  const bad = Object.keys(bias).filter((k) => !TOKEN_ID_KEY.test(k));
-  if (bad.length)
-    throw valueError(
-      path,
-      `keys must be integer token ids, but got ${bad.map((k) => JSON.stringify(k)).join(", ")}.`,
-    );
-  const byId = new Map<number, number>();
-  for (const [key, value] of Object.entries(bias)) {
-    // The common case without building a path per entry (a bias map may have a vocabulary's entries).
-    const v =
-      typeof value === "number" && Number.isFinite(value)
-        ? value
-        : number().parse(value, childPath(path, key.trim()));
-    byId.set(Number(key), Math.min(100, Math.max(-100, v)));
-  }
-  return [...byId];
-});
+/** Keys named in an error before the rest are counted (a bias map may have a vocabulary's entries). */
+const KEYS_NAMED = 10;
+
+/**
+ * Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. One pass over the
+ * object without a path or an entry array per key: a map with a vocabulary's entries is parsed on
+ * the thread that serves every stream's chunks.
+ */
+export const logitBiasSchema: Schema<[number, number][]> = {
+  parse(input, path) {
+    if (!isPlainObject(input)) throw typeError(path, "an object", input);
+    const byId = new Map<number, number>();
+    const bad: string[] = [];
+    for (const key in input) {
+      if (!TOKEN_ID_KEY.test(key)) {
+        bad.push(key);
+        continue;
+      }
+      const value = input[key];
+      const v =
+        typeof value === "number" && Number.isFinite(value)
+          ? value
+          : number().parse(value, childPath(path, key.trim()));
+      byId.set(Number(key), Math.min(100, Math.max(-100, v)));
+    }
+    if (bad.length) {
+      const named = bad.slice(0, KEYS_NAMED).map((k) => JSON.stringify(k));
+      if (bad.length > KEYS_NAMED) named.push(`and ${bad.length - KEYS_NAMED} more`);
+      throw valueError(path, `keys must be integer token ids, but got ${named.join(", ")}.`);
+    }
+    return [...byId];
+  },
+  jsonSchema: () => jsonObject().jsonSchema(),
+};
 
 export const stopSchema: Schema<string[]> = documented(
   transform(

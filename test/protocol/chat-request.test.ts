@@ -295,6 +295,14 @@ describe("normalisation", () => {
     expect(e.message).toContain('"abc", "1e3"');
   });
 
+  it("logit_bias: thousands of bad keys name the first ten and count the rest", () => {
+    const bias = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 1]));
+    const e = expect400(() => parse({ logit_bias: bias }), "logit_bias");
+    expect(e.message).toContain('"k0", "k1"');
+    expect(e.message).toContain('"k9", and 4990 more.');
+    expect(e.message).not.toContain('"k10"');
+  });
+
   it("truncate_prompt_tokens beyond 2^53 is capped there", () => {
     const raw =
       '{"model":"m","messages":[{"role":"user","content":"x"}],"truncate_prompt_tokens":9223372036854775807}';
