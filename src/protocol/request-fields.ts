@@ -116,9 +116,15 @@ export interface RepetitionDetectionParams {
 
 export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = transform(
   object({
-    max_pattern_size: withDefault(integer(), 0, { description: "Longest pattern; 0 disables detection." }),
-    min_pattern_size: withDefault(integer(), 0, { description: "Shortest pattern; 0 means 1." }),
-    min_count: withDefault(integer(), 0, { description: "Back-to-back copies that end generation; >= 2." }),
+    max_pattern_size: withDefault(integer({ minimum: 0 }), 0, {
+      description: "Longest pattern; 0 disables detection.",
+    }),
+    min_pattern_size: withDefault(integer({ minimum: 0 }), 0, {
+      description: "Shortest pattern, at most max_pattern_size; 0 means 1.",
+    }),
+    min_count: withDefault(integer(), 0, {
+      description: "Back-to-back copies that end generation; >= 2 when max_pattern_size > 0.",
+    }),
   }),
   (r, path) => {
     if (r.max_pattern_size < 0 || r.min_pattern_size < 0 || r.min_pattern_size > r.max_pattern_size)
@@ -169,7 +175,11 @@ export const logitBiasSchema: Schema<[number, number][]> = {
     }
     return [...byId];
   },
-  jsonSchema: () => jsonObject().jsonSchema(),
+  jsonSchema: () => ({
+    type: "object",
+    propertyNames: { pattern: TOKEN_ID_KEY.source },
+    additionalProperties: { type: "number" },
+  }),
 };
 
 export const stopSchema: Schema<string[]> = documented(
@@ -215,11 +225,15 @@ export const SHARED_RULES_DOC = [
 
 const CACHE_SALT_FORBIDDEN = /[@/\\\0]/;
 
-export const cacheSaltSchema = transform(string(), (salt, path) => {
-  if (salt === "" || salt.length > 128 || CACHE_SALT_FORBIDDEN.test(salt))
-    throw valueError(
-      path,
-      "must be a non-empty string of at most 128 characters without '@', '/', '\\' or NUL.",
-    );
-  return salt;
-});
+export const cacheSaltSchema = documented(
+  transform(string(), (salt, path) => {
+    // Counted in code points, as JSON Schema's maxLength counts.
+    if (salt === "" || CACHE_SALT_FORBIDDEN.test(salt) || [...salt].length > 128)
+      throw valueError(
+        path,
+        "must be a non-empty string of at most 128 characters without '@', '/', '\\' or NUL.",
+      );
+    return salt;
+  }),
+  { minLength: 1, maxLength: 128, pattern: "^[^@/\\\\\\u0000]+$" },
+);
