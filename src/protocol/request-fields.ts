@@ -54,10 +54,18 @@ const jsonSchemaFormat = object({
   strict: optional(boolean(), nullable),
 });
 
-export const responseFormatSchema = object({
-  type: required(literal(["text", "json_object", "json_schema"])),
-  json_schema: optional(jsonSchemaFormat, nullable),
-});
+/** json_schema goes with type "json_schema" only, and that type needs it. */
+export const responseFormatSchema = documented(
+  object({
+    type: required(literal(["text", "json_object", "json_schema"])),
+    json_schema: optional(jsonSchemaFormat, nullable),
+  }),
+  {
+    if: { properties: { type: { const: "json_schema" } } },
+    then: { required: ["json_schema"], properties: { json_schema: { type: "object" } } },
+    else: { properties: { json_schema: { type: "null" } } },
+  },
+);
 
 export const toolSchema = object({
   type: required(literal(["function"])),

@@ -126,9 +126,12 @@ const cases: FieldCase[] = [
     ok: [{}, { max_pattern_size: 0 }, { max_pattern_size: 3, min_pattern_size: 1, min_count: 2 }, null],
     bad: [
       bad({ max_pattern_size: 2, min_count: 1 }, "repetition_detection.min_count"),
-      { max_pattern_size: -1 },
+      bad({ max_pattern_size: -1 }, "repetition_detection.max_pattern_size"),
       { min_pattern_size: 3, max_pattern_size: 2, min_count: 2 },
-      { min_pattern_size: -1, max_pattern_size: 2, min_count: 2 },
+      bad(
+        { min_pattern_size: -1, max_pattern_size: 2, min_count: 2 },
+        "repetition_detection.min_pattern_size",
+      ),
       bad({ max_pattern_size: 1.5 }, "repetition_detection.max_pattern_size"),
       bad({ foo: 1 }, "repetition_detection.foo"),
     ],

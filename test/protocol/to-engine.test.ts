@@ -204,3 +204,17 @@ describe("repetition_detection", () => {
     expect(engine({ repetition_detection: {} }).repetitionDetection).toBeUndefined();
   });
 });
+
+describe("response_format", () => {
+  it.each(["text", "json_object"])("json_schema beside type %s is a 400 naming it, never ignored", (type) => {
+    const e = expect400(
+      () => engine({ response_format: { type, json_schema: { name: "x", schema: { type: "object" } } } }),
+      "response_format.json_schema",
+    );
+    expect(e.message).toBe("json_schema is only used with type 'json_schema'.");
+  });
+
+  it("type json_schema needs json_schema", () => {
+    expect400(() => engine({ response_format: { type: "json_schema" } }), "response_format.json_schema");
+  });
+});
