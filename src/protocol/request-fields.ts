@@ -62,6 +62,7 @@ export const responseFormatSchema = documented(
   }),
   {
     if: { properties: { type: { const: "json_schema" } } },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keywords.
     then: { required: ["json_schema"], properties: { json_schema: { type: "object" } } },
     else: { properties: { json_schema: { type: "null" } } },
   },
