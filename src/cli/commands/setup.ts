@@ -81,6 +81,11 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * Debt: the default model is fetched by `ensureGguf` (one wheel) while `pull` fetches the same
+ * catalogue entry through `assemble-parts.ts`; both pin the same hashes (test/fetch/catalogue.test.ts)
+ * but the default could go through `pull` once its cache and stamp paths are proven equal.
+ */
 export async function runSetup(options: SetupOptions = {}): Promise<SetupResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const meta = options.meta ?? (await readModelMeta(join(committedModelsDir, DEFAULT_MODEL_ID)));
