@@ -5,7 +5,15 @@
  * with a Range request.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -166,5 +174,45 @@ describe("hubDownload", () => {
     expect(existsSync(partial)).toBe(false);
     const resumed = hub.requests.filter((r) => r.url.startsWith("/lfs/") && r.method === "GET").at(-1);
     expect(resumed?.range).toBe(`bytes=${kept}-`);
+  });
+
+  it("starts over when the server ignores the Range request (200 instead of 206)", async () => {
+    const dir = cache();
+    hub.cutOnce.set(sha256(weights), 500_000);
+    await expect(hubDownload(client(), "org/open", "main", "model.gguf", dir)).rejects.toThrow(/interrupted/);
+    const kept = readFileSync(join(dir, "org--open", COMMIT, "model.gguf.partial")).length;
+    expect(kept).toBeGreaterThan(0);
+    hub.ignoreRange = true;
+    try {
+      const got = await hubDownload(client(), "org/open", "main", "model.gguf", dir);
+      expect(readFileSync(got.path).equals(weights)).toBe(true);
+      expect(hub.requests.filter((r) => r.url.startsWith("/lfs/")).at(-1)?.range).toBe(`bytes=${kept}-`);
+    } finally {
+      hub.ignoreRange = false;
+    }
+  });
+
+  it("finishes a download whose bytes all arrived without asking for more", async () => {
+    const dir = cache();
+    const partial = join(dir, "org--open", COMMIT, "model.gguf.partial");
+    mkdirSync(join(partial, ".."), { recursive: true });
+    writeFileSync(partial, weights);
+    const before = hub.requests.filter((r) => r.method === "GET").length;
+    const got = await hubDownload(client(), "org/open", "main", "model.gguf", dir);
+    expect(readFileSync(got.path).equals(weights)).toBe(true);
+    expect(hub.requests.filter((r) => r.method === "GET").length).toBe(before);
+  });
+
+  it("refuses a git-stored file whose blob SHA-1 is not the ETag", async () => {
+    const evil = Buffer.from(config);
+    evil[2] ^= 0x20;
+    hub.tampered.set(gitSha1(config), evil);
+    try {
+      await expect(hubDownload(client(), "org/open", "main", "config.json", cache())).rejects.toThrow(
+        /git blob SHA-1 mismatch/,
+      );
+    } finally {
+      hub.tampered.delete(gitSha1(config));
+    }
   });
 });

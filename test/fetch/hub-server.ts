@@ -34,8 +34,10 @@ export interface FakeHub {
   requests: RecordedRequest[];
   /** The next storage GET of this SHA-256 sends only this many bytes, then drops the connection. */
   cutOnce: Map<string, number>;
-  /** Storage serves these bytes instead of the content with this SHA-256 (same length). */
+  /** Serves these bytes instead of the content with this SHA-256 (LFS) or git SHA-1 (same length). */
   tampered: Map<string, Buffer>;
+  /** Answer ranged GETs with the whole file (200), as a server without Range support does. */
+  ignoreRange: boolean;
   close(): Promise<void>;
 }
 
@@ -48,9 +50,10 @@ function sendBody(
   res: ServerResponse,
   data: Buffer,
   headers: Record<string, string>,
-  cut?: number,
+  opts: { cut?: number; ignoreRange?: boolean } = {},
 ): void {
-  const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
+  const cut = opts.cut;
+  const m = opts.ignoreRange ? null : /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
   const start = m ? Number(m[1]) : 0;
   if (start > data.length || (m && start === data.length)) {
     res.writeHead(416, { "content-range": `bytes */${data.length}` }).end();
@@ -83,6 +86,7 @@ export async function startFakeHub(repos: Record<string, HubRepo>): Promise<Fake
   for (const repo of Object.values(repos))
     for (const f of Object.values(repo.files)) if (f.lfs) blobs.set(sha256(f.data), f.data);
   let port = 0;
+  const faults = { ignoreRange: false };
 
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
@@ -105,7 +109,7 @@ export async function startFakeHub(repos: Record<string, HubRepo>): Promise<Fake
         res,
         tampered.get(storage[1]!) ?? data,
         { "content-type": "application/octet-stream" },
-        cut,
+        { cut, ignoreRange: faults.ignoreRange },
       );
       return;
     }
@@ -135,7 +139,8 @@ export async function startFakeHub(repos: Record<string, HubRepo>): Promise<Fake
         .end();
       return;
     }
-    sendBody(req, res, file.data, { ...common, etag: `"${gitSha1(file.data)}"` });
+    const blobSha1 = gitSha1(file.data);
+    sendBody(req, res, tampered.get(blobSha1) ?? file.data, { ...common, etag: `"${blobSha1}"` }, faults);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
@@ -145,6 +150,12 @@ export async function startFakeHub(repos: Record<string, HubRepo>): Promise<Fake
     requests,
     cutOnce,
     tampered,
+    get ignoreRange() {
+      return faults.ignoreRange;
+    },
+    set ignoreRange(on: boolean) {
+      faults.ignoreRange = on;
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -176,22 +176,6 @@ export async function hubFileInfo(
   return { commit, size, expected };
 }
 
-/** Whether the file exists at that revision (a 404 is an answer here, not an error). */
-export async function hubFileExists(
-  client: HubClient,
-  repo: string,
-  revision: string,
-  file: string,
-): Promise<boolean> {
-  try {
-    await hubFileInfo(client, repo, revision, file);
-    return true;
-  } catch (err) {
-    if (err instanceof HubError && err.status === 404) return false;
-    throw err;
-  }
-}
-
 export interface HubDownload {
   path: string;
   commit: string;
@@ -235,4 +219,20 @@ export async function hubDownload(
     throw err;
   }
   return result;
+}
+
+/** hubDownload, or undefined when the hub has no such file at that revision (a 404). */
+export async function hubDownloadIfPresent(
+  client: HubClient,
+  repo: string,
+  revision: string,
+  file: string,
+  cacheDir: string,
+): Promise<HubDownload | undefined> {
+  try {
+    return await hubDownload(client, repo, revision, file, cacheDir);
+  } catch (err) {
+    if (err instanceof HubError && err.status === 404) return undefined;
+    throw err;
+  }
 }

@@ -3,6 +3,8 @@
  * run asks for the rest with `Range: bytes=<have>-` and appends when the server answers 206 (a 200
  * starts over). The SHA-256 covers the kept bytes and the new ones, and the file is renamed to its
  * real name only once size and digest match, so the cache never holds an unverified file there.
+ * Debt: two processes pulling the same file at once share the `.partial` file; a lock (or a
+ * per-process name adopted on resume) would keep them apart.
  */
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";

@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { type DownloadPart, ensureAssembledGguf } from "../fetch/assemble-parts.ts";
 import { sha256File } from "../fetch/digest.ts";
-import { type HubClient, hubDownload, hubFileExists } from "../fetch/hf-hub.ts";
+import { type HubClient, hubDownload, hubDownloadIfPresent } from "../fetch/hf-hub.ts";
 import type { PullSource } from "./pull-source.ts";
 
 export interface FetchedWeights {
@@ -146,13 +146,11 @@ async function fetchHubRepo(repo: string, revision: string, opts: FetchOptions):
   const commit = config.commit;
   const dir = dirname(config.path);
   await hubDownload(hub, repo, commit, "tokenizer.json", opts.dirs.hubDir);
-  for (const f of REPO_FILES_OPTIONAL)
-    if (await hubFileExists(hub, repo, commit, f)) await hubDownload(hub, repo, commit, f, opts.dirs.hubDir);
-  let shards = ["model.safetensors"];
-  if (await hubFileExists(hub, repo, commit, SHARD_INDEX)) {
-    const index = await hubDownload(hub, repo, commit, SHARD_INDEX, opts.dirs.hubDir);
-    shards = shardsOf(JSON.parse(readFileSync(index.path, "utf8")), `hf:${repo}/${SHARD_INDEX}`);
-  }
+  for (const f of REPO_FILES_OPTIONAL) await hubDownloadIfPresent(hub, repo, commit, f, opts.dirs.hubDir);
+  const index = await hubDownloadIfPresent(hub, repo, commit, SHARD_INDEX, opts.dirs.hubDir);
+  const shards = index
+    ? shardsOf(JSON.parse(readFileSync(index.path, "utf8")), `hf:${repo}/${SHARD_INDEX}`)
+    : ["model.safetensors"];
   const digests: string[] = [];
   for (const shard of shards) {
     const got = await hubDownload(hub, repo, commit, shard, opts.dirs.hubDir);
