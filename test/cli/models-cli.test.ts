@@ -2,12 +2,13 @@
  * The model commands as a user runs them: `pull` a GGUF on disk (and `setup --model` the same
  * way), `models` lists it with size, architecture, quant mix and formats, `rm` removes it.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../../src/util/paths.ts";
+import { startFakeHub } from "../fetch/hub-server.ts";
 import { writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
 
 const node = join(repoRoot, "node_modules", ".bin", "node");
@@ -63,5 +64,50 @@ describe("pull, models, rm", () => {
     expect(cli("models", "--models-dir", models).stderr).toContain("no models in");
     // The download cache is not the models directory: the source file is untouched.
     expect(existsSync(gguf)).toBe(true);
+  });
+
+  it("pulls from the hub named by HF_ENDPOINT with HF_TOKEN, progress on stderr only", async () => {
+    const commit = "a".repeat(40);
+    const hub = await startFakeHub({
+      "org/tiny": {
+        commit,
+        token: "hf_cli",
+        files: { "Tiny-Q.gguf": { data: readFileSync(gguf), lfs: true } },
+      },
+    });
+    try {
+      // Asynchronous, so this process's event loop keeps answering for the fake hub.
+      const run = (env: Record<string, string>) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(
+            node,
+            [
+              join(repoRoot, "src/cli/main.ts"),
+              "pull",
+              "hf:org/tiny/Tiny-Q.gguf",
+              "--format",
+              "fp32",
+              "--models-dir",
+              models,
+            ],
+            {
+              env: { ...process.env, ORTSERVE_CACHE_DIR: join(root, "cache"), HF_ENDPOINT: hub.url, ...env },
+              timeout: 120_000,
+            },
+            (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+          );
+        });
+      const denied = await run({ HF_TOKEN: "", HUGGING_FACE_HUB_TOKEN: "" });
+      expect(denied.code).toBe(1);
+      expect(denied.stderr).toContain("set HF_TOKEN");
+      const ok = await run({ HF_TOKEN: "hf_cli" });
+      expect(ok.stderr).toContain("Downloading Tiny-Q.gguf");
+      expect(ok.stderr).toContain("tiny-q is ready");
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toBe("");
+      expect(existsSync(join(models, "tiny-q", "onnx", "model.onnx"))).toBe(true);
+    } finally {
+      await hub.close();
+    }
   });
 });
