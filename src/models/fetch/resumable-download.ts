@@ -59,7 +59,9 @@ async function sizeOf(path: string): Promise<number> {
 /** Content digests that must all match: SHA-256, and git's blob SHA-1 ("blob <size>\0" + bytes). */
 function digestsFor(expected: Expected, size: number | undefined): { sha256: Hash; git?: Hash } {
   const sha256 = createHash("sha256");
-  if (!expected.gitSha1 || size === undefined) return { sha256 };
+  if (!expected.gitSha1) return { sha256 };
+  // git's digest starts with the size, so it must be known before the first byte.
+  if (size === undefined) throw new Error("a git blob SHA-1 can only be checked with the size known");
   return { sha256, git: createHash("sha1").update(`blob ${size}\0`) };
 }
 
@@ -84,66 +86,40 @@ function rangeStart(header: string | null): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** Where the bytes of `dest` wait until they are verified. */
+export function partialPath(dest: string): string {
+  return `${dest}.partial`;
+}
+
 export async function downloadResumable(req: DownloadRequest): Promise<void> {
-  const doFetch = req.fetch ?? fetch;
-  const partial = `${req.dest}.partial`;
+  const partial = partialPath(req.dest);
   let have = await sizeOf(partial);
   if (req.expected.size !== undefined && have > req.expected.size) {
     await rm(partial, { force: true });
     have = 0;
   }
-  let res: Response;
-  if (have > 0 && have === req.expected.size) {
-    // Everything arrived last time; only the check and the rename were missed.
-    res = new Response(null, { status: 206, headers: { "content-range": `bytes ${have}-${have}/${have}` } });
-  } else {
-    const headers = { ...req.headers, "accept-encoding": "identity" };
-    if (have > 0) Object.assign(headers, { range: `bytes=${have}-` });
-    try {
-      res = await doFetch(req.url, { headers, redirect: "follow" });
-    } catch (err) {
-      throw new Error(`${req.url}: ${(err as Error).message} (${String((err as Error).cause ?? "")})`);
-    }
-    if (res.status === 206 && rangeStart(res.headers.get("content-range")) !== have) {
-      await res.body?.cancel();
-      throw new Error(
-        `${req.url}: the server resumed at the wrong offset (${res.headers.get("content-range")})`,
-      );
-    }
-    if (res.status === 416 && have > 0) {
-      // Nothing past what we hold: the digest check below decides whether it is the whole file.
-      await res.body?.cancel();
-      res = new Response(null, { status: 206 });
-    } else if (res.status === 200 && have > 0) {
-      await truncate(partial, 0);
-      have = 0;
-    } else if (res.status !== 200 && res.status !== 206) {
-      await res.body?.cancel();
-      throw new HttpStatusError(req.url, res.status, res.headers);
-    }
-  }
-
-  const total =
-    req.expected.size ?? (have + Number(res.headers.get("content-length") ?? Number.NaN) || undefined);
-  const digests = digestsFor(req.expected, total);
-  const hashes = [digests.sha256, ...(digests.git ? [digests.git] : [])];
+  const rest = await requestRest(req, have);
+  have = rest.have;
+  const total = req.expected.size ?? (have + rest.length || undefined);
+  const hashes = digestsFor(req.expected, total);
   const bar = new ProgressBar({ title: req.title, total, unit: "bytes", stream: req.progressStream });
   let done = 0;
-  const tick = (n: number) => {
-    done += n;
-    bar.update(done);
-  };
+  const tap = () =>
+    new Tap([hashes.sha256, ...(hashes.git ? [hashes.git] : [])], (n) => {
+      done += n;
+      bar.update(done);
+    });
   try {
     if (have > 0) {
       // The kept bytes count towards the digest: hash them again rather than trust them.
-      await pipeline(createReadStream(partial), new Tap(hashes, tick), async (chunks) => {
+      await pipeline(createReadStream(partial), tap(), async (chunks) => {
         for await (const _ of chunks);
       });
     }
-    if (res.body) {
+    if (rest.body) {
       await pipeline(
-        Readable.fromWeb(res.body as import("node:stream/web").ReadableStream),
-        new Tap(hashes, tick),
+        Readable.fromWeb(rest.body as import("node:stream/web").ReadableStream),
+        tap(),
         createWriteStream(partial, { flags: have > 0 ? "a" : "w", flush: true }),
       );
     }
@@ -152,18 +128,8 @@ export async function downloadResumable(req: DownloadRequest): Promise<void> {
     // Keep what arrived: the next run resumes from it.
     throw new Error(`download of ${req.url} interrupted after ${done} bytes: ${(err as Error).message}`);
   }
-  const got = await sizeOf(partial);
   try {
-    if (req.expected.size !== undefined && got !== req.expected.size)
-      throw new Error(`${req.url}: got ${got} bytes, expected ${req.expected.size}`);
-    if (req.expected.sha256) assertSha256(req.url, digests.sha256.digest("hex"), req.expected.sha256);
-    if (digests.git && req.expected.gitSha1) {
-      const actual = digests.git.digest("hex");
-      if (actual !== req.expected.gitSha1.toLowerCase())
-        throw new Error(
-          `git blob SHA-1 mismatch for ${req.url}:\n  expected ${req.expected.gitSha1}\n  actual   ${actual}`,
-        );
-    }
+    checkContent(req, await sizeOf(partial), hashes);
   } catch (err) {
     bar.abort();
     // A finished download with the wrong content is worthless: start over next time.
@@ -172,4 +138,58 @@ export async function downloadResumable(req: DownloadRequest): Promise<void> {
   }
   await rename(partial, req.dest);
   bar.done();
+}
+
+interface Rest {
+  /** Bytes of the partial file the body continues (0 when the server sends the whole file). */
+  have: number;
+  /** The bytes still to come; null when none are. */
+  body: ReadableStream<Uint8Array> | null;
+  /** Their Content-Length, NaN when unknown. */
+  length: number;
+}
+
+/** Ask for what is missing: everything, or `Range: bytes=<have>-` when some bytes are kept. */
+async function requestRest(req: DownloadRequest, have: number): Promise<Rest> {
+  // Everything arrived last time; only the check and the rename were missed.
+  if (have > 0 && have === req.expected.size) return { have, body: null, length: 0 };
+  const headers: Record<string, string> = { ...req.headers, "accept-encoding": "identity" };
+  if (have > 0) headers.range = `bytes=${have}-`;
+  let res: Response;
+  try {
+    res = await (req.fetch ?? fetch)(req.url, { headers, redirect: "follow" });
+  } catch (err) {
+    const cause = (err as Error).cause;
+    throw new Error(`${req.url}: ${(err as Error).message}${cause ? ` (${String(cause)})` : ""}`);
+  }
+  const length = Number(res.headers.get("content-length") ?? Number.NaN);
+  if (res.status === 206) {
+    if (rangeStart(res.headers.get("content-range")) === have) return { have, body: res.body, length };
+    await res.body?.cancel();
+    throw new Error(
+      `${req.url}: the server resumed at the wrong offset (${res.headers.get("content-range")})`,
+    );
+  }
+  if (res.status === 200) {
+    if (have > 0) await truncate(partialPath(req.dest), 0);
+    return { have: 0, body: res.body, length };
+  }
+  await res.body?.cancel();
+  // Nothing past what we hold: the content check decides whether it is the whole file.
+  if (res.status === 416 && have > 0) return { have, body: null, length: 0 };
+  throw new HttpStatusError(req.url, res.status, res.headers);
+}
+
+function checkContent(req: DownloadRequest, got: number, hashes: { sha256: Hash; git?: Hash }): void {
+  const { expected } = req;
+  if (expected.size !== undefined && got !== expected.size)
+    throw new Error(`${req.url}: got ${got} bytes, expected ${expected.size}`);
+  if (expected.sha256) assertSha256(req.url, hashes.sha256.digest("hex"), expected.sha256);
+  if (expected.gitSha1) {
+    const actual = hashes.git!.digest("hex");
+    if (actual !== expected.gitSha1.toLowerCase())
+      throw new Error(
+        `git blob SHA-1 mismatch for ${req.url}:\n  expected ${expected.gitSha1}\n  actual   ${actual}`,
+      );
+  }
 }
