@@ -3,10 +3,12 @@
  * way), `models` lists it with size, architecture, quant mix and formats, `rm` removes it.
  */
 import { execFile, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeModel } from "../../src/cli/commands/rm.ts";
+import { listInstalled } from "../../src/models/installed.ts";
 import { repoRoot } from "../../src/util/paths.ts";
 import { startFakeHub } from "../fetch/hub-server.ts";
 import { writeSyntheticGguf } from "../fixtures/synthetic-model.ts";
@@ -109,5 +111,20 @@ describe("pull, models, rm", () => {
     } finally {
       await hub.close();
     }
+  });
+
+  it("keeps the committed manifest of the default model when removing its converted files", async () => {
+    const dir = join(root, "rm-default");
+    const pulled = cli("pull", gguf, "--name", "default-like", "--format", "fp32", "--models-dir", dir);
+    expect(pulled.status).toBe(0);
+    const modelDir = join(dir, "default-like");
+    const manifest = readFileSync(join(modelDir, "ortserve.json"), "utf8");
+    const removed = await removeModel("default-like", dir, modelDir);
+    expect(removed.keptManifest).toBe(join(modelDir, "ortserve.json"));
+    expect(readdirSync(modelDir)).toEqual(["ortserve.json"]);
+    expect(readFileSync(join(modelDir, "ortserve.json"), "utf8")).toBe(manifest);
+    expect(listInstalled(dir)).toMatchObject([
+      { id: "default-like", formats: [], problem: expect.stringMatching(/not converted/) },
+    ]);
   });
 });

@@ -1,14 +1,16 @@
 /**
  * `ortserve rm <name>`: remove an installed model's directory (converted files, checkpoints and
  * ortserve.json; the download cache is left alone). It is renamed aside first, so a scan never
- * sees half of it. A server already running keeps serving what it loaded until it restarts.
+ * sees half of it. The default model's committed manifest stays, so the checkout stays clean. A server already running keeps serving what it loaded until it restarts.
  */
-import { rename, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, rename, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { MODEL_META_FILE } from "../../models/fetch/model-meta.ts";
 import { listInstalled } from "../../models/installed.ts";
-import { modelsDir } from "../../util/paths.ts";
+import { committedModelsDir, modelsDir } from "../../util/paths.ts";
 import { UsageError } from "../../util/usage-error.ts";
 import { parseCommandLine } from "../args.ts";
+import { DEFAULT_MODEL_ID } from "./setup.ts";
 
 export const summary = "remove an installed model";
 
@@ -22,7 +24,18 @@ Options:
   -h, --help           show this help
 `;
 
-export async function removeModel(name: string, dir: string): Promise<string> {
+export interface Removal {
+  dir: string;
+  /** The default model's committed manifest, left in place so `setup` can rebuild it. */
+  keptManifest?: string;
+}
+
+/** `keepManifestIn`: the model directory whose ortserve.json is committed (the default model's). */
+export async function removeModel(
+  name: string,
+  dir: string,
+  keepManifestIn: string = join(committedModelsDir, DEFAULT_MODEL_ID),
+): Promise<Removal> {
   const models = listInstalled(dir);
   const model = models.find((m) => m.id === name);
   if (!model)
@@ -31,8 +44,14 @@ export async function removeModel(name: string, dir: string): Promise<string> {
     );
   const aside = join(dir, `.rm-${process.pid}-${Date.now()}`);
   await rename(model.dir, aside);
+  let keptManifest: string | undefined;
+  if (resolve(model.dir) === resolve(keepManifestIn)) {
+    keptManifest = join(model.dir, MODEL_META_FILE);
+    await mkdir(model.dir);
+    await rename(join(aside, MODEL_META_FILE), keptManifest);
+  }
   await rm(aside, { recursive: true, force: true });
-  return model.dir;
+  return { dir: model.dir, keptManifest };
 }
 
 export async function run(argv: string[]): Promise<void> {
@@ -50,5 +69,9 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (positionals.length !== 1) throw new UsageError("expected one model name");
   const removed = await removeModel(positionals[0]!, modelsDir(values["models-dir"]));
-  process.stderr.write(`removed ${removed}\n`);
+  process.stderr.write(
+    removed.keptManifest
+      ? `removed the converted files in ${removed.dir}; its committed ${MODEL_META_FILE} stays (\`ortserve setup\` rebuilds it)\n`
+      : `removed ${removed.dir}\n`,
+  );
 }
