@@ -21,6 +21,7 @@ import { hubClient } from "../../src/models/fetch/hf-hub.ts";
 import { GgmlType, GgufValueType } from "../../src/models/gguf/types.ts";
 import { metadataEntry, writeGguf } from "../../src/models/gguf/writer.ts";
 import { listInstalled } from "../../src/models/installed.ts";
+import { cardLicense } from "../../src/models/pull/fetch-weights.ts";
 import { type PullOptions, pull } from "../../src/models/pull/pull.ts";
 import { ModelRegistry } from "../../src/models/registry.ts";
 import type { ProgressStream } from "../../src/util/progress.ts";
@@ -66,7 +67,13 @@ beforeAll(async () => {
   gguf = built.ggufPath;
   otherGguf = writeSyntheticGguf(join(root, "other.gguf"), 7);
   hub = await startFakeHub({
-    "org/tiny-GGUF": { commit: COMMIT, files: { "tiny-q4.gguf": { data: readFileSync(gguf), lfs: true } } },
+    "org/tiny-GGUF": {
+      commit: COMMIT,
+      files: {
+        "tiny-q4.gguf": { data: readFileSync(gguf), lfs: true },
+        "README.md": { data: Buffer.from("---\nlicense: apache-2.0\ntags:\n- gguf\n---\n# Tiny\n") },
+      },
+    },
     "org/Tiny-Safetensors": { commit: COMMIT, files: safetensorsRepo(built.modelDir, ggufAsHfTensors(gguf)) },
   });
   base = {
@@ -126,8 +133,19 @@ describe("pull", () => {
     expect(existsSync(stale)).toBe(false);
   });
 
-  it("pulls a GGUF from the hub, pinned to its commit", async () => {
-    const got = await pull({ ...base, source: "hf:org/tiny-GGUF/tiny-q4.gguf", format: "fp32" });
+  it("pulls a GGUF from the hub, pinned to its commit, printing the model card's license first", async () => {
+    const lines: string[] = [];
+    const got = await pull({
+      ...base,
+      source: "hf:org/tiny-GGUF/tiny-q4.gguf",
+      format: "fp32",
+      log: (l) => lines.push(l),
+    });
+    expect(lines[0]).toBe(`hf:org/tiny-GGUF@${COMMIT}: license: apache-2.0`);
+    const ggufGet = hub.requests.findIndex((r) => r.method === "GET" && r.url.endsWith("/tiny-q4.gguf"));
+    const cardGet = hub.requests.findIndex((r) => r.method === "GET" && r.url.endsWith("/README.md"));
+    expect(cardGet).toBeGreaterThanOrEqual(0);
+    expect(cardGet).toBeLessThan(ggufGet);
     expect(got.id).toBe("tiny-q4");
     expect(servable("tiny-q4")).toBeDefined();
     const meta = JSON.parse(readFileSync(join(got.modelDir, "ortserve.json"), "utf8"));
@@ -198,11 +216,24 @@ describe("pull", () => {
       /not a catalogue name.*smollm2-135m-instruct/,
     );
     await expect(pull({ ...base, source: "hf:org/tiny-GGUF/readme.md" })).rejects.toThrow(/must be a \.gguf/);
+    await expect(pull({ ...base, source: "hf:org/big/big-q4-00001-of-00003.gguf" })).rejects.toThrow(
+      /split GGUF.*llama-gguf-split --merge/,
+    );
     await expect(pull({ ...base, source: gguf, name: "x:step3" })).rejects.toThrow(/model id "x:step3"/);
     const notGguf = join(root, "notes.txt");
     writeFileSync(notGguf, "hi");
     await expect(pull({ ...base, source: notGguf })).rejects.toThrow(/must be a \.gguf/);
     mkdirSync(join(root, "empty-dir"));
     await expect(pull({ ...base, source: join(root, "empty-dir") })).rejects.toThrow(/no config.json/);
+  });
+});
+
+describe("cardLicense", () => {
+  it("reads the license from a model card's front matter", () => {
+    expect(cardLicense("---\nlanguage: en\nlicense: mit\n---\ntext")).toBe("mit");
+    expect(cardLicense('---\r\nlicense: "apache-2.0"\r\n---\r\n')).toBe("apache-2.0");
+    expect(cardLicense("---\nlicense: other\nlicense_name: gemma\n---\n")).toBe("other (gemma)");
+    expect(cardLicense("# no front matter\nlicense: mit\n")).toBeUndefined();
+    expect(cardLicense("---\ntags: [a]\n---\nlicense: mit")).toBeUndefined();
   });
 });

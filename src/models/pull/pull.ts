@@ -198,7 +198,8 @@ function modelMeta(
   const entry = source.kind === "catalogue" ? source.entry : undefined;
   const quantMix = weights.kind === "gguf" ? ggufQuantMix(weights.path) : safetensorsQuantMix(weights.path);
   const meta: Record<string, unknown> = { id };
-  if (entry) Object.assign(meta, { name: entry.name, license: entry.license });
+  if (entry) meta.name = entry.name;
+  if (weights.license) meta.license = weights.license;
   meta.format = format;
   meta.scheduling_policy = "fcfs";
   const toolParser = entry ? entry.tool_parser : detectToolParser(modelDir);
