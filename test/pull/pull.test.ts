@@ -34,6 +34,7 @@ const COMMIT = "fedcba9876543210fedcba9876543210fedcba98";
 let root: string;
 let hub: FakeHub;
 let gguf: string;
+let builtDir: string;
 let otherGguf: string;
 let base: PullOptions;
 
@@ -65,6 +66,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "ortserve-pull-"));
   const built = await buildSyntheticModel(join(root, "built"), ["fp32"], "reference");
   gguf = built.ggufPath;
+  builtDir = built.modelDir;
   otherGguf = writeSyntheticGguf(join(root, "other.gguf"), 7);
   hub = await startFakeHub({
     "org/tiny-GGUF": {
@@ -179,6 +181,19 @@ describe("pull", () => {
       "tokenizer.json",
       "tokenizer_config.json",
     ]);
+  });
+
+  it("pulls a safetensors directory on disk with one model.safetensors", async () => {
+    const dir = join(root, "My-Local-Model");
+    mkdirSync(dir);
+    for (const f of ["config.json", "tokenizer.json", "tokenizer_config.json"])
+      writeFileSync(join(dir, f), readFileSync(join(builtDir, f)));
+    writeSafetensors(join(dir, "model.safetensors"), ggufAsHfTensors(gguf));
+    const got = await pull({ ...base, source: dir, format: "fp32" });
+    expect(got).toMatchObject({ id: "my-local-model", action: "converted" });
+    expect(servable("my-local-model")?.format).toBe("fp32");
+    expect(got.weights.source).toMatchObject({ kind: "dir", path: dir });
+    expect((await pull({ ...base, source: dir, format: "fp32" })).action).toBe("installed");
   });
 
   it("fails with the converter's error after the download, and keeps the download", async () => {
