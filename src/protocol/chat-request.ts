@@ -168,7 +168,7 @@ export const requestShape = {
   structured_outputs: optional(structuredOutputsSchema, {
     ...nullable,
     description:
-      "Exactly one of json, regex, choice, grammar, json_object, structural_tag, enforced token by token; what the backend cannot enforce is a 400.",
+      "Exactly one of json, regex, choice, grammar, json_object, structural_tag, enforced token by token; what the backend cannot enforce is a 400. Not with a json_object or json_schema response_format.",
   }),
   priority: withDefault(
     transform(int64(), (p) => Number(p)),

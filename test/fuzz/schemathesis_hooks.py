@@ -12,6 +12,8 @@ CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 # max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+# The server's --max-logprobs (its default): top_logprobs, logprobs and prompt_logprobs at most this.
+MAX_LOGPROBS = 20
 
 
 @schemathesis.hook
@@ -47,7 +49,8 @@ def _parameters_not_object(tool) -> bool:
 
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
-    min_tokens <= max_tokens; best_of = n; repetition_detection's sizes and count; a tool_choice
+    min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
+    constraint (structured_outputs or a JSON response_format); repetition_detection's sizes and count; a tool_choice
     other than none only with tools, a forced one only with object parameters; stream_options and
     a non-zero prompt_logprobs only as stream allows. And header values outside their published
     pattern."""
@@ -72,6 +75,14 @@ def _breaks_documented_rules(case) -> bool:
         if _whole(longest) and _whole(shortest) and _whole(count):
             if shortest > longest or (longest > 0 and count < 2):
                 return True
+    for field in ("top_logprobs", "prompt_logprobs"):
+        if _whole(body.get(field)) and body[field] > MAX_LOGPROBS:
+            return True
+    if _whole(body.get("logprobs")) and body["logprobs"] > MAX_LOGPROBS:
+        return True
+    format_type = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
+    if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
+        return True
     choice = body.get("tool_choice")
     if choice not in (None, "none") and not body.get("tools"):
         return True
