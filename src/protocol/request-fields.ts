@@ -100,7 +100,7 @@ export const structuredOutputsSchema = documented(
         ],
         "a string or an object",
       ),
-      nullable,
+      { ...nullable, description: "A JSON Schema, as an object or as its JSON text." },
     ),
     regex: optional(string(), nullable),
     choice: optional(array(string()), nullable),

@@ -1,6 +1,7 @@
 """Schemathesis hooks that steer generated chat requests past the first checks, so fuzzing
 reaches body validation and the engine: most requests drop the optional project header (its
 format is checked before the body), and half name the served model."""
+import json
 import random
 import re
 
@@ -41,6 +42,14 @@ def _whole(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
 
+def _json_text(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _parameters_not_object(tool) -> bool:
     function = tool.get("function") if isinstance(tool, dict) else None
     parameters = function.get("parameters") if isinstance(function, dict) else None
@@ -50,7 +59,7 @@ def _parameters_not_object(tool) -> bool:
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
-    constraint (structured_outputs or a JSON response_format); repetition_detection's sizes and count; a tool_choice
+    constraint (structured_outputs or a JSON response_format), its json text valid JSON; repetition_detection's sizes and count; a tool_choice
     other than none only with tools, a forced one only with object parameters; stream_options and
     a non-zero prompt_logprobs only as stream allows. And header values outside their published
     pattern."""
@@ -82,6 +91,9 @@ def _breaks_documented_rules(case) -> bool:
         return True
     format_type = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
     if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
+        return True
+    so = body.get("structured_outputs")
+    if isinstance(so, dict) and isinstance(so.get("json"), str) and not _json_text(so["json"]):
         return True
     choice = body.get("tool_choice")
     if choice not in (None, "none") and not body.get("tools"):
