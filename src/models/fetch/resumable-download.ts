@@ -11,6 +11,7 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { rename, rm, stat, truncate } from "node:fs/promises";
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { fileSize } from "../../util/file-size.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import { assertSha256 } from "./digest.ts";
 
@@ -44,15 +45,6 @@ export class HttpStatusError extends Error {
     this.url = url;
     this.status = status;
     this.headers = headers;
-  }
-}
-
-async function sizeOf(path: string): Promise<number> {
-  try {
-    return (await stat(path)).size;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw err;
   }
 }
 
@@ -93,7 +85,7 @@ export function partialPath(dest: string): string {
 
 export async function downloadResumable(req: DownloadRequest): Promise<void> {
   const partial = partialPath(req.dest);
-  let have = await sizeOf(partial);
+  let have = (await fileSize(partial)) ?? 0;
   if (req.expected.size !== undefined && have > req.expected.size) {
     await rm(partial, { force: true });
     have = 0;
@@ -129,7 +121,7 @@ export async function downloadResumable(req: DownloadRequest): Promise<void> {
     throw new Error(`download of ${req.url} interrupted after ${done} bytes: ${(err as Error).message}`);
   }
   try {
-    checkContent(req, await sizeOf(partial), hashes);
+    checkContent(req, (await fileSize(partial)) ?? 0, hashes);
   } catch (err) {
     bar.abort();
     // A finished download with the wrong content is worthless: start over next time.
