@@ -13,6 +13,9 @@ CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 # max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+# What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
+# vocabulary size, and priority only under a priority scheduling policy (it is first come, first served).
+MODEL_VOCAB = 269
 # The server's --max-logprobs (its default): top_logprobs, logprobs and prompt_logprobs at most this.
 MAX_LOGPROBS = 20
 
@@ -42,6 +45,23 @@ def _whole(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
 
+def _token_ids(value):
+    """Every number in a token-id field (a list, or a list of lists)."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _token_ids(item)
+    elif _whole(value):
+        yield int(value)
+
+
+def _int_text(key: str) -> bool:
+    try:
+        int(key.strip())
+        return True
+    except ValueError:
+        return False
+
+
 def _json_text(text: str) -> bool:
     try:
         json.loads(text)
@@ -59,7 +79,9 @@ def _parameters_not_object(tool) -> bool:
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
-    constraint (structured_outputs or a JSON response_format), its json text valid JSON; repetition_detection's sizes and count; a tool_choice
+    constraint (structured_outputs or a JSON response_format), its json text valid JSON;
+    and what depends on the served model: token ids inside its vocabulary, priority only where it
+    schedules by priority; repetition_detection's sizes and count; a tool_choice
     other than none only with tools, a forced one only with object parameters; stream_options and
     a non-zero prompt_logprobs only as stream allows. And header values outside their published
     pattern."""
@@ -91,6 +113,16 @@ def _breaks_documented_rules(case) -> bool:
         return True
     format_type = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
     if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
+        return True
+    if body.get("priority") not in (None, 0):
+        return True
+    ids = list(_token_ids(body.get("prompt")))
+    for field in ("allowed_token_ids", "stop_token_ids"):
+        ids += list(_token_ids(body.get(field)))
+    bias = body.get("logit_bias")
+    if isinstance(bias, dict):
+        ids += [int(k) for k in bias if _int_text(k)]
+    if any(i < 0 or i >= MODEL_VOCAB for i in ids):
         return True
     so = body.get("structured_outputs")
     if isinstance(so, dict) and isinstance(so.get("json"), str) and not _json_text(so["json"]):
