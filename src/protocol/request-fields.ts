@@ -105,7 +105,7 @@ export const structuredOutputsSchema = documented(
     regex: optional(string(), nullable),
     choice: optional(array(string()), nullable),
     grammar: optional(string(), nullable),
-    json_object: optional(boolean(), nullable),
+    json_object: optional(documented(boolean(), { const: true }), nullable),
     disable_fallback: withDefault(boolean(), false, nullable),
     disable_any_whitespace: withDefault(boolean(), false, nullable),
     disable_additional_properties: withDefault(boolean(), false, nullable),
