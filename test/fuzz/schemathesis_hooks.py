@@ -16,6 +16,9 @@ COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 # What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
 # vocabulary size, and priority only under a priority scheduling policy (it is first come, first served).
 MODEL_VOCAB = 269
+# Its context (SYNTHETIC.contextLength), and a bound on the tokens its chat template adds.
+MODEL_CONTEXT = 256
+TEMPLATE_TOKENS = 64
 # The server's --max-logprobs (its default): top_logprobs, logprobs and prompt_logprobs at most this.
 MAX_LOGPROBS = 20
 
@@ -62,6 +65,29 @@ def _int_text(key: str) -> bool:
         return False
 
 
+def _utf8_bytes(value) -> int:
+    """Bytes of every string in a value, keys too: no token of the model stands for less than one."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, list):
+        return sum(_utf8_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_utf8_bytes(k) + _utf8_bytes(v) for k, v in value.items())
+    return 0
+
+
+def _may_overflow_context(body: dict, path: str) -> bool:
+    """Whether the prompt and the completion might not fit the model's context (a documented
+    limit the schema cannot count): every prompt byte taken as a token, ids as one each."""
+    prompt = body.get("prompt")
+    ids = len(list(_token_ids(prompt))) if isinstance(prompt, list) else 0
+    tokens = ids + _utf8_bytes(prompt) + _utf8_bytes(body.get("messages")) + _utf8_bytes(body.get("tools"))
+    asked = body.get("max_completion_tokens", body.get("max_tokens"))
+    if not _whole(asked):
+        asked = COMPLETIONS_DEFAULT_MAX_TOKENS if path == COMPLETIONS else 1
+    return tokens + TEMPLATE_TOKENS + asked > MODEL_CONTEXT
+
+
 def _json_text(text: str) -> bool:
     try:
         json.loads(text)
@@ -80,7 +106,8 @@ def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
     constraint (structured_outputs or a JSON response_format), its json text valid JSON;
-    and what depends on the served model: token ids inside its vocabulary, priority only where it
+    and what depends on the served model: prompt and completion inside its context, token ids
+    inside its vocabulary, priority only where it
     schedules by priority; repetition_detection's sizes and count; a tool_choice
     other than none only with tools, a forced one only with object parameters; stream_options and
     a non-zero prompt_logprobs only as stream allows. And header values outside their published
@@ -113,6 +140,8 @@ def _breaks_documented_rules(case) -> bool:
         return True
     format_type = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
     if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
+        return True
+    if _may_overflow_context(body, case.operation.path):
         return True
     if body.get("priority") not in (None, 0):
         return True
