@@ -106,7 +106,14 @@ const concurrent: [string, GenerateRequest][] = [
   ],
 ];
 
-const digest = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex");
+/** JSON with every object's keys sorted: the hash follows the values, not the order fields are set in. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+const digest = (value: unknown) => createHash("sha256").update(canonical(value)).digest("hex");
 
 // A small chunk so the long prompts take several steps, and prefill beside decoding rows.
 const engine = await Engine.open({ workers: 1, threads: 2, prefillChunk: 16, maxNumSeqs: 8 });
