@@ -19,6 +19,8 @@ MODEL_VOCAB = 269
 # Its context (SYNTHETIC.contextLength), and a bound on the tokens its chat template adds.
 MODEL_CONTEXT = 256
 TEMPLATE_TOKENS = 64
+# The server's --max-num-seqs (its default): n at most this.
+MAX_NUM_SEQS = 16
 # The server's --max-logprobs (its default): top_logprobs, logprobs and prompt_logprobs at most this.
 MAX_LOGPROBS = 20
 
@@ -104,7 +106,7 @@ def _parameters_not_object(tool) -> bool:
 
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
-    min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
+    min_tokens <= max_tokens; best_of = n; n and logprobs counts within the server's maxima; one
     constraint (structured_outputs or a JSON response_format), its json text valid JSON;
     and what depends on the served model: prompt and completion inside its context, token ids
     inside its vocabulary, priority only where it
@@ -142,6 +144,8 @@ def _breaks_documented_rules(case) -> bool:
     if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
         return True
     if _may_overflow_context(body, case.operation.path):
+        return True
+    if _whole(body.get("n")) and body["n"] > MAX_NUM_SEQS:
         return True
     if body.get("priority") not in (None, 0):
         return True
