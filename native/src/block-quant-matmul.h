@@ -3,7 +3,8 @@
 // The weights come as the converter stores them for com.microsoft MatMulNBits (block 32, 4 or 8
 // bits, default zero point 8 or 128: w = scale * (q - zero point)), optionally with the per-block
 // offsets of formats such as GGUF's Q4_1 (w += c, the block's offset, src/models/convert/
-// quantized-weights.ts). ONNX Runtime's MatMulNBits multiplies them with int8 activations too
+// quantized-weights.ts). A block's scales may also come per 16 inputs (GGUF's Q6_K and Q3_K
+// sub-blocks): each half of the block then has its own scale. ONNX Runtime's MatMulNBits multiplies them with int8 activations too
 // (accuracy_level 4), but costs a 16-row step about 8x one row although the weights are read once,
 // and needs three more nodes for the offsets. Here the weights are repacked once, 16 output
 // columns side by side, so one AVX-512 VNNI instruction multiplies 4 inputs into 16 outputs and
@@ -13,7 +14,8 @@
 // Arithmetic (llama.cpp's Q4_1 x Q8_1, in effect): each row's block of 32 inputs is quantized to
 // int8 with scale dx = max|x| / 127 (round to nearest); a block contributes
 //   scale * dx * (sum q * xq - zero point * sum xq) + offset * dx * sum xq,
-// the integer part exact, accumulated in float over blocks in order.
+// the integer part exact, accumulated in float over blocks in order (with scales per 16 inputs,
+// the two halves' terms one after the other, the first half first).
 #pragma once
 
 #include <cstddef>
@@ -32,24 +34,31 @@ struct BlockLayout {
   size_t quantBytes;
   // Bytes of one block's 16 scales, or of its 16 offsets.
   size_t metaBytes;
-  // Blocks whose metadata sits together after their quants: 1 << groupShift.
+  // Bytes of one block's scales: 16, or 32 with scales per 16 inputs (the first halves' 16 first).
+  size_t scaleBytes;
+  // Bytes of one block's metadata (scales, then offsets).
+  size_t blockMetaBytes;
+  // Blocks whose metadata sits together after their quants: 1 << groupShift, so that every
+  // block's quants stay 64-byte aligned.
   int groupShift;
   // Bytes of such a group.
   size_t groupStride;
 
-  constexpr BlockLayout(int bits, bool offsets, bool half)
+  constexpr BlockLayout(int bits, bool offsets, bool half, bool pairScales = false)
       : quantBytes(static_cast<size_t>(bits) * 64),
         metaBytes(half ? 32 : 64),
-        groupShift(half && !offsets ? 1 : 0),
-        groupStride((quantBytes + metaBytes * (offsets ? 2 : 1)) << groupShift) {}
+        scaleBytes(metaBytes * (pairScales ? 2 : 1)),
+        blockMetaBytes(scaleBytes + (offsets ? metaBytes : 0)),
+        groupShift(blockMetaBytes % 64 != 0 ? 1 : 0),
+        groupStride((quantBytes + blockMetaBytes) << groupShift) {}
   constexpr size_t Quants(int b) const {
     return static_cast<size_t>(b >> groupShift) * groupStride +
            static_cast<size_t>(b & ((1 << groupShift) - 1)) * quantBytes;
   }
-  // The block's 16 scales; its offsets follow, metaBytes on.
+  // The block's 16 (or 2 x 16) scales; its offsets follow, scaleBytes on.
   constexpr size_t Scales(int b) const {
     return static_cast<size_t>(b >> groupShift) * groupStride + (quantBytes << groupShift) +
-           static_cast<size_t>(b & ((1 << groupShift) - 1)) * metaBytes;
+           static_cast<size_t>(b & ((1 << groupShift) - 1)) * blockMetaBytes;
   }
   constexpr size_t TileBytes(int blocks) const {
     return static_cast<size_t>((blocks + (1 << groupShift) - 1) >> groupShift) * groupStride;
@@ -66,15 +75,19 @@ class PackedBlockQuantWeight {
   PackedBlockQuantWeight& operator=(const PackedBlockQuantWeight&) = delete;
 
   // quants [>= n rows, k / 32 blocks, 32 * bits / 8 bytes] (MatMulNBits' B; for 4 bits element 2j
-  // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / 32], offsets
-  // [k / 32, n] or null. Rows past n (the converter's block-sum rows) are ignored. Returns nullptr,
-  // or what is wrong.
-  const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits);
+  // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / scaleBlock] with
+  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, the two halves
+  // of a block of 32 must carry the same offset). Rows past n (the converter's block-sum rows) are
+  // ignored. Returns nullptr, or what is wrong.
+  const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
+                   int scaleBlock = 32);
 
   int n() const { return n_; }
   int k() const { return k_; }
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
+  // Whether scales come per 16 inputs (two a block).
+  bool pairScales() const { return pairScales_; }
 
   // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
   // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
@@ -91,7 +104,7 @@ class PackedBlockQuantWeight {
   const uint8_t* tile(int t) const { return data_ + static_cast<size_t>(t) * tileBytes_; }
   const uint8_t* block(int t, int b) const { return tile(t) + layout_.Quants(b); }
   const uint8_t* scales(int t, int b) const { return tile(t) + layout_.Scales(b); }
-  const uint8_t* offsets(int t, int b) const { return scales(t, b) + layout_.metaBytes; }
+  const uint8_t* offsets(int t, int b) const { return scales(t, b) + layout_.scaleBytes; }
 
  private:
   uint8_t* data_ = nullptr;
@@ -100,6 +113,7 @@ class PackedBlockQuantWeight {
   int bits_ = 0;
   bool hasOffsets_ = false;
   bool halfMeta_ = false;
+  bool pairScales_ = false;
   BlockLayout layout_{4, false, false};
   size_t tileBytes_ = 0;
 };

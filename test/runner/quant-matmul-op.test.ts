@@ -46,17 +46,33 @@ function lcg(seed: number): () => number {
   };
 }
 
-/** Random weights; with `half`, every scale and offset a binary16 value, as GGUF stores them. */
-function weight(bits: 4 | 8, withOffsets: boolean, n: number, seed: number, half: boolean): NBitsWeight {
+/**
+ * Random weights; with `half`, every scale and offset a binary16 value, as GGUF stores them. With
+ * scale blocks of 16 (GGUF's Q6_K and Q3_K sub-blocks), each half of a block of 32 has its own
+ * scale, and the two halves the same offset (the kernel adds one a block of 32).
+ */
+function weight(
+  bits: 4 | 8,
+  withOffsets: boolean,
+  n: number,
+  seed: number,
+  half: boolean,
+  scaleBlock: 16 | 32 = 32,
+): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (K / 32);
   const round = half ? Math.f16round : (x: number) => x;
   const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () => Math.floor(next() * 256));
-  const scales = Float32Array.from({ length: blocks }, () => round(0.01 + next() * 0.05));
+  const perBlock = 32 / scaleBlock;
+  const scales = Float32Array.from({ length: blocks * perBlock }, () => round(0.01 + next() * 0.05));
   const offsets = withOffsets
-    ? Float32Array.from({ length: blocks }, () => round((next() - 0.5) * 0.4))
+    ? Float32Array.from(
+        Array.from({ length: blocks }, () => round((next() - 0.5) * 0.4)).flatMap((o) =>
+          Array.from({ length: perBlock }, () => o),
+        ),
+      )
     : undefined;
-  return { bits, blockSize: 32, n, k: K, data, scales, offsets };
+  return { bits, blockSize: scaleBlock, n, k: K, data, scales, offsets };
 }
 
 /**
@@ -66,8 +82,9 @@ function weight(bits: 4 | 8, withOffsets: boolean, n: number, seed: number, half
  */
 function packedBytes(w: NBitsWeight, half: boolean): number {
   const blocks = K / 32;
-  const slots = half && !w.offsets ? 2 * Math.ceil(blocks / 2) : blocks;
-  const meta = (half ? 2 : 4) * 16 * (w.offsets ? 2 : 1);
+  const meta = (half ? 2 : 4) * 16 * (32 / w.blockSize + (w.offsets ? 1 : 0));
+  // Blocks whose metadata is not a multiple of 64 bytes go in pairs, keeping the quants aligned.
+  const slots = meta % 64 !== 0 ? 2 * Math.ceil(blocks / 2) : blocks;
   return Math.ceil(w.n / 16) * slots * ((16 * 32 * w.bits) / 8 + meta);
 }
 
@@ -81,7 +98,13 @@ function dequantized(w: NBitsWeight, column: number, j: number): number {
     w.bits === 8
       ? w.data[at * 32 + within]! - 128
       : (within % 2 === 0 ? w.data[at * 16 + within / 2]! & 15 : w.data[at * 16 + (within >> 1)]! >> 4) - 8;
-  return w.scales[at]! * q + (w.offsets?.[at] ?? 0);
+  const meta = scaleIndex(w, column, j);
+  return w.scales[meta]! * q + (w.offsets?.[meta] ?? 0);
+}
+
+/** Where input j's scale (and offset) sits for output `column`. */
+function scaleIndex(w: NBitsWeight, column: number, j: number): number {
+  return column * (K / w.blockSize) + Math.floor(j / w.blockSize);
 }
 
 function exactProduct(w: NBitsWeight, x: Float32Array, rows: number): Float32Array {
@@ -126,17 +149,18 @@ function int8Product(w: NBitsWeight, x: Float32Array, rows: number): Float32Arra
     for (let c = 0; c < N; c++) {
       let acc = 0;
       for (let b = 0; b < blocks; b++) {
-        let dot = -zero * sum[b]!;
-        for (let j = 0; j < 32; j++) {
-          const q =
-            Math.round(
-              (dequantized(w, c, b * 32 + j) - (w.offsets?.[c * blocks + b] ?? 0)) /
-                w.scales[c * blocks + b]!,
-            ) + zero;
-          dot += q * xq[b * 32 + j]!;
+        // Each scale's run of inputs (the whole block, or its halves in turn) is one term.
+        for (let from = 0; from < 32; from += w.blockSize) {
+          let dot = 0;
+          for (let j = from; j < from + w.blockSize; j++) {
+            const at = scaleIndex(w, c, b * 32 + j);
+            const q =
+              Math.round((dequantized(w, c, b * 32 + j) - (w.offsets?.[at] ?? 0)) / w.scales[at]!) + zero;
+            dot += (q - zero) * xq[b * 32 + j]!;
+          }
+          acc = f(dot * f(w.scales[scaleIndex(w, c, b * 32 + from)]! * scale[b]!) + acc);
         }
-        acc = f(dot * f(w.scales[c * blocks + b]! * scale[b]!) + acc);
-        if (w.offsets) acc = f(w.offsets[c * blocks + b]! * f(scale[b]! * sum[b]!) + acc);
+        if (w.offsets) acc = f(w.offsets[scaleIndex(w, c, b * 32)]! * f(scale[b]! * sum[b]!) + acc);
       }
       out[r * N + c] = acc;
     }
@@ -162,16 +186,16 @@ function writeGraph(dir: string, name: string, w: NBitsWeight, swiglu: boolean):
   const external = new ExternalDataFile(join(dir, `${name}.onnx_data`));
   const g = new GraphBuilder(external);
   const x = g.input("x", F, ["rows", K]);
-  const blocks = K / 32;
+  const blocks = K / w.blockSize;
   const stored = w.offsets ? withBlockSumRows(w) : w;
   const data = g.initializer(
     "qweight",
     OnnxDataType.UINT8,
-    [stored.n, blocks, (32 * w.bits) / 8],
+    [stored.n, blocks, (w.blockSize * w.bits) / 8],
     stored.data,
   );
   const scales = g.initializer("scales", F, [stored.n, blocks], stored.scales);
-  const attrs = { K, N: stored.n, bits: w.bits, block_size: 32, accuracy_level: 4 };
+  const attrs = { K, N: stored.n, bits: w.bits, block_size: w.blockSize, accuracy_level: 4 };
   const projection = swiglu ? "gate_up" : "y";
   if (!w.offsets) {
     g.node("MatMulNBits", [x, data, scales], [projection], attrs, "com.microsoft");
@@ -222,11 +246,34 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       swiglu: true,
       op: QUANT_MATMUL_OFFSET_SWIGLU_OP,
     },
+    // Scales per 16 inputs: Q6_K (8-bit), Q3_K (4-bit), and a Q/K/V stack of Q4_K and Q6_K rows
+    // (8-bit, scales per 16, offsets per 32).
+    { name: "Q6_K", bits: 8, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
+    { name: "Q3_K", bits: 4, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
+    {
+      name: "Q4_K + Q6_K stack",
+      bits: 8,
+      offsets: true,
+      n: 200,
+      swiglu: false,
+      op: QUANT_MATMUL_OFFSET_OP,
+      scaleBlock: 16,
+    },
+    {
+      name: "Q6_K + SwiGLU",
+      bits: 8,
+      offsets: false,
+      n: 256,
+      swiglu: true,
+      op: QUANT_MATMUL_SWIGLU_OP,
+      scaleBlock: 16,
+    },
   ] as const;
-  for (const [i, { name, bits, offsets, n, swiglu, op }] of cases.entries())
+  for (const [i, c] of cases.entries())
     for (const half of [false, true])
-      it(`replaces the converter's ${name} projection and computes it (${half ? "half" : "float"} scales)`, async () => {
-        const w = weight(bits, offsets, n, 11 + i, half);
+      it(`replaces the converter's ${c.name} projection and computes it (${half ? "half" : "float"} scales)`, async () => {
+        const { bits, offsets, n, swiglu, op } = c;
+        const w = weight(bits, offsets, n, 11 + i, half, "scaleBlock" in c ? c.scaleBlock : 32);
         const path = writeGraph(dir, `g${i}`, w, swiglu);
         const finish = (y: Float32Array, rows: number) => (swiglu ? swiGlu(y, rows, n) : y);
         const rewritten = withCachedAttention(readFileSync(path), { quantMatMul: true })!;
