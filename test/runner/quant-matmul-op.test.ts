@@ -246,6 +246,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       swiglu: true,
       op: QUANT_MATMUL_OFFSET_SWIGLU_OP,
     },
+    { name: "Q5_1", bits: 8, offsets: true, n: 200, swiglu: false, op: QUANT_MATMUL_OFFSET_OP },
     // Scales per 16 inputs: Q6_K (8-bit), Q3_K (4-bit), and a Q/K/V stack of Q4_K and Q6_K rows
     // (8-bit, scales per 16, offsets per 32).
     { name: "Q6_K", bits: 8, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },

