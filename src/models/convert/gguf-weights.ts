@@ -3,7 +3,7 @@
  * MatMulNBits where they map exactly, and its Q/K row permutation undone.
  */
 import type { GgufFile } from "../gguf/reader.ts";
-import type { GgufTensorInfo } from "../gguf/types.ts";
+import { GgmlType, type GgufTensorInfo } from "../gguf/types.ts";
 import type { Hyperparameters } from "./architectures.ts";
 import type { QuantReport } from "./quant-report.ts";
 import { type NBitsWeight, packNBits, unpermuteLlamaRows } from "./quantized-weights.ts";
@@ -85,6 +85,18 @@ class GgufTensorSource implements TensorSource {
     });
     this.policy.report?.add(info.type, exact, weight);
     return weight;
+  }
+
+  keptAsFloats(name: string): boolean {
+    const type = this.info(name).type;
+    return type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16;
+  }
+
+  keptFloats(name: string, heads?: number): Float32Array {
+    const values = this.floats(name, heads);
+    const { n, k } = this.shape(name)!;
+    this.policy.report?.addFloats(this.info(name).type, n, k);
+    return values;
   }
 
   vector(name: string, heads?: number): Float32Array {

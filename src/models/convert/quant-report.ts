@@ -16,7 +16,7 @@ export interface QuantTypeUse {
   type: string;
   /** "exact": the file's values; "requantized": 8-bit blocks of its dequantized values. */
   mapping: "exact" | "requantized";
-  /** How the kernels store it, e.g. "4-bit, scales per 32, offsets". */
+  /** How the kernels store it, e.g. "4-bit, scales per 32, offsets", or "float32". */
   stored: string;
   tensors: number;
   weights: number;
@@ -31,17 +31,20 @@ export class QuantReport {
   private readonly uses = new Map<string, QuantTypeUse>();
 
   add(type: GgmlTypeId, exact: boolean, w: NBitsWeight): void {
-    const use: QuantTypeUse = {
-      type: ggmlTypeName(type),
-      mapping: exact ? "exact" : "requantized",
-      stored: storedForm(w),
-      tensors: 0,
-      weights: 0,
-    };
+    this.count(type, exact ? "exact" : "requantized", storedForm(w), w.n * w.k);
+  }
+
+  /** A tensor kept as float32 values (exact: a float file's, or a quantized part stacked beside one). */
+  addFloats(type: GgmlTypeId, n: number, k: number): void {
+    this.count(type, "exact", "float32", n * k);
+  }
+
+  private count(type: GgmlTypeId, mapping: QuantTypeUse["mapping"], stored: string, weights: number): void {
+    const use: QuantTypeUse = { type: ggmlTypeName(type), mapping, stored, tensors: 0, weights: 0 };
     const key = `${use.type}|${use.mapping}|${use.stored}`;
     const entry = this.uses.get(key) ?? use;
     entry.tensors++;
-    entry.weights += w.n * w.k;
+    entry.weights += weights;
     this.uses.set(key, entry);
   }
 

@@ -14,14 +14,15 @@
  * cannot be expressed as an integer zero point (float zero points force a slow full dequantization
  * on every call), so it is returned separately: the graph adds blockSums(A) x C, where
  * C[block, n] = offset, taking the block sums from extra output rows appended to the weight
- * (`withBlockSumRows`). Other types (F16, BF16, Q2_K) have no exact mapping: they are dequantized
- * and requantized to 8-bit blocks of 32 only when the caller allows it.
+ * (`withBlockSumRows`). Other types have no exact mapping: float ones (F32, F16, BF16) the GGUF
+ * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); the rest (Q2_K) are
+ * dequantized and requantized to 8-bit blocks of 32 only when the caller allows it.
  *
  * Debt: storage is wider than the file's for types the kernel has no form for (Q5_0/Q5_1/Q5_K
  * and Q6_K as 8-bit, K-quant scales as float per sub-block instead of int8/6-bit under an fp16
  * super-block scale; docs/formats-and-kernels.md has the figures), and activations are quantized
- * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 could be kept as
- * float projections; Q2_K needs offsets per 16 inputs in the kernel.
+ * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
+ * (twice their bytes); Q2_K needs offsets per 16 inputs in the kernel.
  */
 import { ggmlTypeName } from "../gguf/ggml-types.ts";
 import { GgmlType, type GgmlTypeId } from "../gguf/types.ts";
