@@ -272,8 +272,8 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   /** The row's GGUF with the tensors `which` selects stored as random blocks of the type. */
-  const write = (file: string, which: (tensor: GgufTensorInput) => boolean) =>
-    writeRowGguf(join(root, file), ROW, 7, (t) => {
+  const write = (file: string, which: (tensor: GgufTensorInput) => boolean, row = ROW) =>
+    writeRowGguf(join(root, file), row, 7, (t) => {
       if (!which(t)) return t;
       const count = t.dims.reduce((a, b) => a * b, 1);
       const seed = count + t.name.length;
@@ -295,10 +295,11 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
     }
   });
 
-  it("runs every matrix of the type on ortserve's kernels, as close to the exact logits as llama.cpp", async () => {
-    const gguf = write("projections.gguf", (t) => MATRICES.test(t.name));
-    const exactDir = join(root, "fp32");
-    const quantDir = join(root, "q4");
+  /** Every matrix of the type, q4 against fp32 (the exact model) and llama.cpp's run of the file. */
+  async function everyMatrix(label: string, row: SyntheticRow): Promise<void> {
+    const gguf = write(`${label}.gguf`, (t) => MATRICES.test(t.name), row);
+    const exactDir = join(root, `${label}-fp32`);
+    const quantDir = join(root, `${label}-q4`);
     await convertGguf(gguf, exactDir, { format: "fp32" });
     const { quantTypes } = await convertGguf(gguf, quantDir, { format: "q4" });
     expect(quantTypes.find((u) => u.type === name)?.mapping).toBe("exact");
@@ -334,5 +335,13 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
       await quant.release();
       await reference.dispose();
     }
-  });
+  }
+
+  it("runs every matrix of the type on ortserve's kernels, as close to the exact logits as llama.cpp", () =>
+    everyMatrix("untied", ROW));
+
+  // A tied table with offsets is gathered from, and multiplied by, the same block-sum-row initializers.
+  it.runIf(name === "Q4_K")("serves a tied embedding of the type as the lm head too", () =>
+    everyMatrix("tied", { ...ROW, untiedHead: false }),
+  );
 });
