@@ -18,9 +18,9 @@
  * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); the rest (Q2_K) are
  * dequantized and requantized to 8-bit blocks of 32 only when the caller allows it.
  *
- * Debt: storage is wider than the file's for types the kernel has no form for (Q5_0/Q5_1/Q5_K
- * and Q6_K as 8-bit, K-quant scales as float per sub-block instead of int8/6-bit under an fp16
- * super-block scale; docs/formats-and-kernels.md has the figures), and activations are quantized
+ * Debt: storage is wider than the file's for types the kernel has no 5- or 6-bit form for
+ * (Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
+ * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
  * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
  * (twice their bytes); Q2_K needs offsets per 16 inputs in the kernel.
  */
