@@ -533,9 +533,9 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
 }
 
 // A half factor and int8 codes with factor * code[i] == v[i] exactly in float, for `count` values;
-// false when there are none. A K-quant's sub-block scales are an fp16 times small integers, so
-// the largest value's code is tried from 127 down: some factor d / 2^m with the integers times
-// 2^m is found first, and any exact one will do.
+// false when there are none. A K-quant's sub-block scales are an fp16 times small integers (Q6_K's
+// largest is often -128), so the largest value's code is tried from 128 in magnitude down, either
+// sign: some factor d / 2^m with the integers times 2^m is found first, and any exact one will do.
 bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
   float largest = 0.0f;
   for (int i = 0; i < count; i++)
@@ -545,21 +545,24 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
     for (int i = 0; i < count; i++) codes[i] = 0;
     return true;
   }
-  for (int c = 127; c >= 1; c--) {
-    const float f = largest / static_cast<float>(c);
-    if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) continue;
-    bool exact = true;
-    for (int i = 0; i < count && exact; i++) {
-      const double q = std::nearbyint(static_cast<double>(v[i]) / f);
-      exact = q >= -128 && q <= 127 && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
-              f * static_cast<float>(q) == v[i];
-      codes[i] = static_cast<int8_t>(q);
+  for (int magnitude = 128; magnitude >= 1; magnitude--)
+    for (int sign = 1; sign >= -1; sign -= 2) {
+      const int c = sign * magnitude;
+      if (c > 127) continue;
+      const float f = largest / static_cast<float>(c);
+      if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) continue;
+      bool exact = true;
+      for (int i = 0; i < count && exact; i++) {
+        const double q = std::nearbyint(static_cast<double>(v[i]) / f);
+        exact = q >= -128 && q <= 127 && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
+                f * static_cast<float>(q) == v[i];
+        codes[i] = static_cast<int8_t>(q);
+      }
+      if (exact) {
+        *factor = FloatToHalf(f);
+        return true;
+      }
     }
-    if (exact) {
-      *factor = FloatToHalf(f);
-      return true;
-    }
-  }
   return false;
 }
 

@@ -73,15 +73,21 @@ function weight(
   // Factors per (column, super-block), redrawn at each super-block's first value.
   const perSuper = (k / 32) * perBlock;
   let factor = 0;
-  const value = (i: number, perSuperBlock: number, magnitude: number, signed: boolean) => {
+  const value = (i: number, perSuperBlock: number, magnitude: number, signed: boolean, q6k = false) => {
     if (meta === "half")
       return Math.f16round(signed ? (next() - 0.5) * magnitude : 0.01 + next() * magnitude);
     if (meta === "float") return signed ? (next() - 0.5) * magnitude : 0.01 + next() * magnitude;
-    if (i % (perSuperBlock / (k / 256)) === 0) factor = Math.f16round((0.5 + next()) * (magnitude / 40));
+    const first = i % (perSuperBlock / (k / 256)) === 0;
+    if (first) factor = Math.f16round((0.5 + next()) * (magnitude / 40));
+    // Q6_K's scales: int8, the super-block's largest -128 (as llama.cpp's quantizer makes them).
+    if (q6k) return (factor / 4) * (first ? -128 : Math.floor(next() * 255) - 127 || 1);
     // Scales from 1 (the JavaScript reference recovers q by dividing by them), offsets from -32.
     return factor * (signed ? Math.floor(next() * 64) - 32 : 1 + Math.floor(next() * 63));
   };
-  const scales = Float32Array.from({ length: blocks * perBlock }, (_, i) => value(i, perSuper, 0.05, false));
+  const q6k = bits === 8 && scaleBlock === 16 && !withOffsets;
+  const scales = Float32Array.from({ length: blocks * perBlock }, (_, i) =>
+    value(i, perSuper, 0.05, false, q6k),
+  );
   // `fold`: the converter's Q4_K offsets, the nibbles' zero point folded in (a + 8 * scale).
   const offsets = withOffsets
     ? Float32Array.from(
