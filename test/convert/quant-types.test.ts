@@ -345,3 +345,40 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
     everyMatrix("tied", { ...ROW, untiedHead: false }),
   );
 });
+
+describe("a GGUF with a type ortserve cannot map exactly", () => {
+  let root: string;
+  let gguf: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), "ortserve-quant-q2k-"));
+    gguf = writeRowGguf(join(root, "q2k.gguf"), ROW, 7, (t) => {
+      if (!MATRICES.test(t.name)) return t;
+      const count = t.dims.reduce((a, b) => a * b, 1);
+      const name = t.name === "blk.0.ffn_down.weight" ? "Q2_K" : "Q4_K";
+      return { ...t, type: LAYOUTS[name]!.type, data: randomBlocks(name, count, count) };
+    });
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it("is refused, naming the tensor and its type", async () => {
+    await expect(convertGguf(gguf, join(root, "refused"), { format: "q4" })).rejects.toThrow(
+      "tensor blk.0.ffn_down.weight is Q2_K",
+    );
+  });
+
+  it("converts with allowRequantize, and the report says which type was requantized", async () => {
+    const dir = join(root, "requantized");
+    const { quantTypes } = await convertGguf(gguf, dir, { format: "q4", allowRequantize: true });
+    expect(quantTypes.filter((u) => u.mapping === "requantized")).toEqual([
+      {
+        type: "Q2_K",
+        mapping: "requantized",
+        stored: "8-bit, scales per 32",
+        tensors: 1,
+        weights: 512 * 256,
+      },
+    ]);
+    expect(quantTypes.find((u) => u.type === "Q4_K")?.mapping).toBe("exact");
+    expect(readQuantReport(dir)).toEqual(quantTypes);
+  });
+});
