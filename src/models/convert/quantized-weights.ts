@@ -8,7 +8,7 @@
  *   q in [-8, 7]                → 4-bit, stored q + 8, scale s        (Q4_0, Q3_K)
  *   q in [0, 15] with offsets    → 4-bit, stored q, scale s, offset a + 8s when float32 holds it
  *                                  exactly (Q4_1, Q4_K; else as below)
- *   otherwise (q in [-128, 255]) → 8-bit, stored q + 128, scale s, offset a
+ *   otherwise (q in [-128, 127]) → 8-bit, stored q + 128, scale s, offset a
  *                                  (Q5_0, Q5_1, Q8_0, Q5_K, Q6_K)
  * with blocks of 16 for types whose scales come per 16 elements (Q6_K, Q3_K). A per-block offset
  * cannot be expressed as an integer zero point (float zero points force a slow full dequantization
