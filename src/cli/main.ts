@@ -16,6 +16,9 @@ interface Command {
 
 const commands: Record<string, () => Promise<Command>> = {
   setup: () => import("./commands/setup.ts"),
+  pull: () => import("./commands/pull.ts"),
+  models: () => import("./commands/models.ts"),
+  rm: () => import("./commands/rm.ts"),
   convert: () => import("./commands/convert.ts"),
   serve: () => import("./commands/serve.ts"),
   chat: () => import("./commands/chat.ts"),

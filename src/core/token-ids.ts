@@ -8,13 +8,21 @@ export function outOfVocab(ids: Iterable<number> | undefined, vocab: number): nu
   return bad;
 }
 
+/** Bad ids an error lists before it counts the rest. */
+const IDS_LISTED = 20;
+
 /** vLLM's check of a request's token-id field; the error names the field. */
 export function checkTokenIds(param: string, ids: readonly number[] | undefined, vocab: number): void {
   const bad = outOfVocab(ids, vocab);
-  if (bad.length)
-    throw new RequestError(
-      "invalid_request",
-      `token_id(s) [${bad.join(", ")}] in ${param} contain out-of-vocab token ids. Vocabulary size: ${vocab}`,
-      param,
-    );
+  if (!bad.length) return;
+  // vLLM lists every bad id; a request may carry a vocabulary's worth, so the list is cut short.
+  const listed =
+    bad.length > IDS_LISTED
+      ? `${bad.slice(0, IDS_LISTED).join(", ")}, and ${bad.length - IDS_LISTED} more`
+      : bad.join(", ");
+  throw new RequestError(
+    "invalid_request",
+    `token_id(s) [${listed}] in ${param} contain out-of-vocab token ids. Vocabulary size: ${vocab}`,
+    param,
+  );
 }

@@ -83,6 +83,14 @@ export function createApp(deps: AppDeps): express.Express {
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
 
+  // A method a known path does not answer is a 405 before the key and the project headers are read:
+  // no header of the request can make it any other answer.
+  app.use((req, _res, next) => {
+    const allow = allowedMethods(req.path);
+    if (allow && !allow.includes(req.method)) throw methodNotAllowed(req.method, req.path, allow);
+    next();
+  });
+
   // Everything below needs a key, unknown paths included.
   app.use(authenticate(deps.keys));
   if (deps.metricsRequireKey) app.get("/metrics", metrics);
@@ -127,8 +135,6 @@ export function createApp(deps: AppDeps): express.Express {
     v1.post(r.path, usage.onRoute, jsonBody(deps.maxBodyBytes), generationRoute(r.service));
 
   app.use((req) => {
-    const allow = allowedMethods(req.path);
-    if (allow) throw methodNotAllowed(req.method, req.path, allow);
     throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
   });
 

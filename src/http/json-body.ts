@@ -11,7 +11,8 @@ export const MAX_JSON_DEPTH = 128;
 
 /**
  * The top-level field (or null for the body itself) holding nesting beyond `max`, if any. Only
- * objects and arrays are visited (a 100,000-number array costs one pass, no allocation per item).
+ * objects and arrays are visited (a 100,000-number array or a 50,000-key map costs one pass, no
+ * allocation per item).
  */
 function tooDeep(value: unknown, max: number): { at: string | null } | undefined {
   const stack: [object, number, string | null][] = [];
@@ -23,7 +24,8 @@ function tooDeep(value: unknown, max: number): { at: string | null } | undefined
     const [v, depth, field] = stack.pop()!;
     if (depth >= max) return { at: field };
     if (Array.isArray(v)) for (const child of v) visit(child, depth + 1, field);
-    else for (const [k, child] of Object.entries(v)) visit(child, depth + 1, field ?? k);
+    // for-in, not Object.entries: a 50,000-key map must not cost an entry array per key.
+    else for (const k in v) visit((v as Record<string, unknown>)[k], depth + 1, field ?? k);
   }
   return undefined;
 }

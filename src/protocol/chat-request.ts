@@ -111,7 +111,7 @@ export const requestShape = {
   tool_choice: withDefault(toolChoiceSchema, "none", {
     ...nullable,
     description:
-      "none: the output is content. auto: tool calls are parsed from it (the model's tool parser). required / a named function: the output is constrained to valid calls. Servers started with --strict-tool-choice take only none.",
+      'none: the output is content; every other choice needs tools. auto: tool calls are parsed from it (the model\'s tool parser). required / a named function (one of tools): the output is constrained to valid calls, each tool with parameters of "type": "object" (or none). Servers started with --strict-tool-choice take only none.',
   }),
   reasoning_effort: optional(literal(["low", "medium", "high"]), nullable),
   include_reasoning: withDefault(boolean(), true, {
@@ -128,7 +128,7 @@ export const requestShape = {
   include_stop_str_in_output: withDefault(boolean(), false),
   ignore_eos: withDefault(boolean(), false),
   min_tokens: withDefault(integer({ minimum: 0 }), 0, {
-    description: "EOS and stop_token_ids are suppressed until this many tokens.",
+    description: "EOS and stop_token_ids are suppressed until this many tokens; at most max_tokens.",
   }),
   skip_special_tokens: withDefault(boolean(), true),
   spaces_between_special_tokens: withDefault(boolean(), true),
@@ -168,7 +168,7 @@ export const requestShape = {
   structured_outputs: optional(structuredOutputsSchema, {
     ...nullable,
     description:
-      "Exactly one of json, regex, choice, grammar, json_object, structural_tag, enforced token by token; what the backend cannot enforce is a 400.",
+      "Exactly one of json, regex, choice, grammar, json_object, structural_tag, enforced token by token; what the backend cannot enforce is a 400. Not with a json_object or json_schema response_format.",
   }),
   priority: withDefault(
     transform(int64(), (p) => Number(p)),

@@ -24,6 +24,28 @@ const json = (schema: JsonSchema) => ({ "application/json": { schema } });
 
 const errorResponse = (description: string) => ({ description, content: json(ref("Error")) });
 
+/**
+ * One server-sent event of a stream (OpenAPI 3.1: `schema` describes each event): its data is a
+ * chunk, the error that ended the stream after it started, or the closing [DONE].
+ */
+const streamEvent = (chunk: string) => ({
+  type: "object",
+  required: ["data"],
+  properties: {
+    event: { type: "string" },
+    data: {
+      anyOf: [
+        { const: "[DONE]" },
+        {
+          type: "string",
+          contentMediaType: "application/json",
+          contentSchema: { anyOf: [ref(chunk), ref("Error")] },
+        },
+      ],
+    },
+  },
+});
+
 const commonErrors = {
   "400": errorResponse("Invalid request: the error's param names the field (with its path)."),
   "401": errorResponse("Missing or invalid API key."),
@@ -90,7 +112,7 @@ export function buildOpenApiDocument(): object {
               description: "The reply (or, with stream=true, a stream of chunks).",
               content: {
                 ...json(ref("ChatCompletionResponse")),
-                "text/event-stream": { schema: ref("ChatCompletionChunk") },
+                "text/event-stream": { schema: streamEvent("ChatCompletionChunk") },
               },
             },
             ...generationErrors,
@@ -109,7 +131,7 @@ export function buildOpenApiDocument(): object {
               description: "The completions (or, with stream=true, a stream of chunks).",
               content: {
                 ...json(ref("CompletionResponse")),
-                "text/event-stream": { schema: ref("CompletionChunk") },
+                "text/event-stream": { schema: streamEvent("CompletionChunk") },
               },
             },
             ...generationErrors,

@@ -11,6 +11,7 @@ import {
   type Infer,
   integer,
   isArray,
+  isPlainObject,
   isString,
   jsonObject,
   literal,
@@ -21,6 +22,7 @@ import {
   type Schema,
   string,
   transform,
+  typeError,
   union,
   valueError,
   withDefault,
@@ -52,10 +54,19 @@ const jsonSchemaFormat = object({
   strict: optional(boolean(), nullable),
 });
 
-export const responseFormatSchema = object({
-  type: required(literal(["text", "json_object", "json_schema"])),
-  json_schema: optional(jsonSchemaFormat, nullable),
-});
+/** json_schema goes with type "json_schema" only, and that type needs it. */
+export const responseFormatSchema = documented(
+  object({
+    type: required(literal(["text", "json_object", "json_schema"])),
+    json_schema: optional(jsonSchemaFormat, nullable),
+  }),
+  {
+    if: { properties: { type: { const: "json_schema" } } },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keywords.
+    then: { required: ["json_schema"], properties: { json_schema: { type: "object" } } },
+    else: { properties: { json_schema: { type: "null" } } },
+  },
+);
 
 export const toolSchema = object({
   type: required(literal(["function"])),
@@ -89,12 +100,12 @@ export const structuredOutputsSchema = documented(
         ],
         "a string or an object",
       ),
-      nullable,
+      { ...nullable, description: "A JSON Schema, as an object or as its JSON text." },
     ),
     regex: optional(string(), nullable),
     choice: optional(array(string()), nullable),
     grammar: optional(string(), nullable),
-    json_object: optional(boolean(), nullable),
+    json_object: optional(documented(boolean(), { const: true }), nullable),
     disable_fallback: withDefault(boolean(), false, nullable),
     disable_any_whitespace: withDefault(boolean(), false, nullable),
     disable_additional_properties: withDefault(boolean(), false, nullable),
@@ -114,9 +125,15 @@ export interface RepetitionDetectionParams {
 
 export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = transform(
   object({
-    max_pattern_size: withDefault(integer(), 0, { description: "Longest pattern; 0 disables detection." }),
-    min_pattern_size: withDefault(integer(), 0, { description: "Shortest pattern; 0 means 1." }),
-    min_count: withDefault(integer(), 0, { description: "Back-to-back copies that end generation; >= 2." }),
+    max_pattern_size: withDefault(integer({ minimum: 0 }), 0, {
+      description: "Longest pattern; 0 disables detection.",
+    }),
+    min_pattern_size: withDefault(integer({ minimum: 0 }), 0, {
+      description: "Shortest pattern, at most max_pattern_size; 0 means 1.",
+    }),
+    min_count: withDefault(integer(), 0, {
+      description: "Back-to-back copies that end generation; >= 2 when max_pattern_size > 0.",
+    }),
   }),
   (r, path) => {
     if (r.max_pattern_size < 0 || r.min_pattern_size < 0 || r.min_pattern_size > r.max_pattern_size)
@@ -135,25 +152,44 @@ export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = tran
 
 const TOKEN_ID_KEY = /^\s*[+-]?\d+\s*$/;
 
-/** Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. */
-export const logitBiasSchema: Schema<[number, number][]> = transform(jsonObject(), (bias, path) => {
-  const bad = Object.keys(bias).filter((k) => !TOKEN_ID_KEY.test(k));
-  if (bad.length)
-    throw valueError(
-      path,
-      `keys must be integer token ids, but got ${bad.map((k) => JSON.stringify(k)).join(", ")}.`,
-    );
-  const byId = new Map<number, number>();
-  for (const [key, value] of Object.entries(bias)) {
-    // The common case without building a path per entry (a bias map may have a vocabulary's entries).
-    const v =
-      typeof value === "number" && Number.isFinite(value)
-        ? value
-        : number().parse(value, childPath(path, key.trim()));
-    byId.set(Number(key), Math.min(100, Math.max(-100, v)));
-  }
-  return [...byId];
-});
+/** Keys named in an error before the rest are counted (a bias map may have a vocabulary's entries). */
+const KEYS_NAMED = 10;
+
+/**
+ * Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. One pass over the
+ * object without a path or an entry array per key: a map with a vocabulary's entries is parsed on
+ * the thread that serves every stream's chunks.
+ */
+export const logitBiasSchema: Schema<[number, number][]> = {
+  parse(input, path) {
+    if (!isPlainObject(input)) throw typeError(path, "an object", input);
+    const byId = new Map<number, number>();
+    const bad: string[] = [];
+    for (const key in input) {
+      if (!TOKEN_ID_KEY.test(key)) {
+        bad.push(key);
+        continue;
+      }
+      const value = input[key];
+      const v =
+        typeof value === "number" && Number.isFinite(value)
+          ? value
+          : number().parse(value, childPath(path, key.trim()));
+      byId.set(Number(key), Math.min(100, Math.max(-100, v)));
+    }
+    if (bad.length) {
+      const named = bad.slice(0, KEYS_NAMED).map((k) => JSON.stringify(k));
+      if (bad.length > KEYS_NAMED) named.push(`and ${bad.length - KEYS_NAMED} more`);
+      throw valueError(path, `keys must be integer token ids, but got ${named.join(", ")}.`);
+    }
+    return [...byId];
+  },
+  jsonSchema: () => ({
+    type: "object",
+    propertyNames: { pattern: TOKEN_ID_KEY.source },
+    additionalProperties: { type: "number" },
+  }),
+};
 
 export const stopSchema: Schema<string[]> = documented(
   transform(
@@ -198,11 +234,15 @@ export const SHARED_RULES_DOC = [
 
 const CACHE_SALT_FORBIDDEN = /[@/\\\0]/;
 
-export const cacheSaltSchema = transform(string(), (salt, path) => {
-  if (salt === "" || salt.length > 128 || CACHE_SALT_FORBIDDEN.test(salt))
-    throw valueError(
-      path,
-      "must be a non-empty string of at most 128 characters without '@', '/', '\\' or NUL.",
-    );
-  return salt;
-});
+export const cacheSaltSchema = documented(
+  transform(string(), (salt, path) => {
+    // Counted in code points, as JSON Schema's maxLength counts.
+    if (salt === "" || CACHE_SALT_FORBIDDEN.test(salt) || [...salt].length > 128)
+      throw valueError(
+        path,
+        "must be a non-empty string of at most 128 characters without '@', '/', '\\' or NUL.",
+      );
+    return salt;
+  }),
+  { minLength: 1, maxLength: 128, pattern: "^[^@/\\\\\\u0000]+$" },
+);

@@ -61,7 +61,7 @@ export function missingError(path: string): ApiError {
   return invalidRequest(`Missing required parameter: '${path}'.`, path, "missing_required_parameter");
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

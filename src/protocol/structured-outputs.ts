@@ -89,14 +89,10 @@ export function structuredConstraint(
 }
 
 function responseFormatConstraint(rf: ResponseFormat | undefined): StructuredConstraint | undefined {
-  if (rf === undefined || rf.type === "text") {
-    if (rf?.json_schema !== undefined)
-      throw invalidRequest(
-        "json_schema is only used with type 'json_schema'.",
-        "response_format.json_schema",
-      );
-    return undefined;
-  }
+  if (rf === undefined) return undefined;
+  if (rf.type !== "json_schema" && rf.json_schema !== undefined)
+    throw invalidRequest("json_schema is only used with type 'json_schema'.", "response_format.json_schema");
+  if (rf.type === "text") return undefined;
   if (rf.type === "json_object") return { kind: "json_object", anyWhitespace: true };
   if (rf.json_schema === undefined)
     throw invalidRequest(

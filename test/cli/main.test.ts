@@ -8,23 +8,21 @@ const node = join(repoRoot, "node_modules", ".bin", "node");
 const cli = (...args: string[]) =>
   spawnSync(node, [join(repoRoot, "src/cli/main.ts"), ...args], { encoding: "utf8", timeout: 30_000 });
 
+const COMMANDS = ["setup", "pull", "models", "rm", "convert", "serve", "chat", "checkpoint", "keys", "usage"];
+
 describe("ortserve CLI", () => {
   it("lists the commands on --help", () => {
     const r = cli("--help");
     expect(r.status).toBe(0);
-    for (const name of ["setup", "convert", "serve", "chat", "checkpoint", "keys", "usage"])
-      expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
+    for (const name of COMMANDS) expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
   });
 
-  it.each(["setup", "convert", "serve", "chat", "checkpoint", "keys", "usage"])(
-    "prints %s --help without doing any work",
-    (name) => {
-      const r = cli(name, "--help");
-      expect(r.status).toBe(0);
-      expect(r.stdout).toMatch(new RegExp(`^Usage: ortserve ${name}`));
-      expect(r.stderr).toBe("");
-    },
-  );
+  it.each(COMMANDS)("prints %s --help without doing any work", (name) => {
+    const r = cli(name, "--help");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Usage: ortserve ${name}`));
+    expect(r.stderr).toBe("");
+  });
 
   it("exits 2 on an unknown command, a missing command or a bad option", () => {
     expect(cli("frobnicate").status).toBe(2);

@@ -1,12 +1,23 @@
 """Schemathesis hooks that steer generated chat requests past the first checks, so fuzzing
 reaches body validation and the engine: most requests drop the optional project header (its
 format is checked before the body), and half name the served model."""
+import json
 import random
+import re
 
 import schemathesis
+from schemathesis import GenerationMode
 
 SERVED_MODEL = "tiny"
 CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+# max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+# What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
+# vocabulary size, and priority only under a priority scheduling policy (it is first come, first served).
+MODEL_VOCAB = 269
+# The server's --max-logprobs (its default): top_logprobs, logprobs and prompt_logprobs at most this.
+MAX_LOGPROBS = 20
 
 
 @schemathesis.hook
@@ -21,3 +32,118 @@ def map_body(ctx, body):
     if ctx.operation.path == CHAT and isinstance(body, dict) and random.random() < 0.5:
         body["model"] = SERVED_MODEL
     return body
+
+
+# The documented Compat-Project rule (src/protocol/openapi.ts): the generator has been seen to send
+# values outside the published pattern as positive data.
+_PART = r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}|\.[A-Za-z0-9_-][A-Za-z0-9._-]{0,62}|\.\.[A-Za-z0-9._-]{1,62})"
+_PROJECT = re.compile(rf"^{_PART}/{_PART}$")
+
+
+def _whole(value) -> bool:
+    """A JSON integer as the generator may send it (5 or 5.0)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
+
+
+def _token_ids(value):
+    """Every number in a token-id field (a list, or a list of lists)."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _token_ids(item)
+    elif _whole(value):
+        yield int(value)
+
+
+def _int_text(key: str) -> bool:
+    try:
+        int(key.strip())
+        return True
+    except ValueError:
+        return False
+
+
+def _json_text(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _parameters_not_object(tool) -> bool:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    parameters = function.get("parameters") if isinstance(function, dict) else None
+    return parameters is not None and (not isinstance(parameters, dict) or parameters.get("type") != "object")
+
+
+def _breaks_documented_rules(case) -> bool:
+    """Rules across fields, which JSON Schema cannot state and the field descriptions do:
+    min_tokens <= max_tokens; best_of = n; logprobs counts within the server's maximum; one
+    constraint (structured_outputs or a JSON response_format), its json text valid JSON;
+    and what depends on the served model: token ids inside its vocabulary, priority only where it
+    schedules by priority; repetition_detection's sizes and count; a tool_choice
+    other than none only with tools, a forced one only with object parameters; stream_options and
+    a non-zero prompt_logprobs only as stream allows. And header values outside their published
+    pattern."""
+    project = (case.headers or {}).get("Compat-Project")
+    if project is not None and not _PROJECT.match(project):
+        return True
+    body = case.body if isinstance(case.body, dict) else {}
+    low = body.get("min_tokens")
+    high = body.get("max_completion_tokens", body.get("max_tokens"))
+    if high is None and case.operation.path == COMPLETIONS:
+        high = COMPLETIONS_DEFAULT_MAX_TOKENS
+    if _whole(low) and _whole(high) and low > high:
+        return True
+    best_of = body.get("best_of")
+    if best_of is not None and best_of != (body.get("n") or 1):
+        return True
+    detection = body.get("repetition_detection")
+    if isinstance(detection, dict):
+        longest = detection.get("max_pattern_size") or 0
+        shortest = detection.get("min_pattern_size") or 0
+        count = detection.get("min_count") or 0
+        if _whole(longest) and _whole(shortest) and _whole(count):
+            if shortest > longest or (longest > 0 and count < 2):
+                return True
+    for field in ("top_logprobs", "prompt_logprobs"):
+        if _whole(body.get(field)) and body[field] > MAX_LOGPROBS:
+            return True
+    if _whole(body.get("logprobs")) and body["logprobs"] > MAX_LOGPROBS:
+        return True
+    format_type = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
+    if body.get("structured_outputs") is not None and format_type in ("json_object", "json_schema"):
+        return True
+    if body.get("priority") not in (None, 0):
+        return True
+    ids = list(_token_ids(body.get("prompt")))
+    for field in ("allowed_token_ids", "stop_token_ids"):
+        ids += list(_token_ids(body.get(field)))
+    bias = body.get("logit_bias")
+    if isinstance(bias, dict):
+        ids += [int(k) for k in bias if _int_text(k)]
+    if any(i < 0 or i >= MODEL_VOCAB for i in ids):
+        return True
+    so = body.get("structured_outputs")
+    if isinstance(so, dict) and isinstance(so.get("json"), str) and not _json_text(so["json"]):
+        return True
+    choice = body.get("tool_choice")
+    if choice not in (None, "none") and not body.get("tools"):
+        return True
+    forced = choice == "required" or isinstance(choice, dict)
+    if forced and any(_parameters_not_object(tool) for tool in body.get("tools") or []):
+        return True
+    streamed = body.get("stream") is True
+    if body.get("stream_options") is not None and not streamed:
+        return True
+    return streamed and body.get("prompt_logprobs") not in (None, 0)
+
+
+@schemathesis.hook
+def filter_case(ctx, case):
+    """Positive cases are what the document promises the server accepts: one that breaks a
+    documented rule the schema cannot express is not one of them. Negative cases pass through."""
+    meta = case.meta
+    if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
+        return True
+    return not _breaks_documented_rules(case)

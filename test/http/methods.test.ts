@@ -12,11 +12,15 @@ beforeAll(async () => {
 });
 afterAll(() => h?.dispose());
 
-function send(method: string, path: string): Promise<{ status: number; allow?: string; body: string }> {
+function send(
+  method: string,
+  path: string,
+  extra: Record<string, string> = {},
+): Promise<{ status: number; allow?: string; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       `${h.url}${path}`,
-      { method, headers: { Authorization: `Bearer ${h.key}` } },
+      { method, headers: { Authorization: `Bearer ${h.key}`, ...extra } },
       (res) => {
         let body = "";
         res.on("data", (d: Buffer) => {
@@ -47,6 +51,19 @@ describe("methods a path does not answer", () => {
       type: "invalid_request_error",
       code: "method_not_allowed",
     });
+  });
+
+  it("is a 405 whatever the request's headers say (a malformed project header, no key)", async () => {
+    expect((await send("TRACE", "/v1/chat/completions", { "Compat-Project": "0" })).status).toBe(405);
+    const noKey = await new Promise<number>((resolve, reject) =>
+      request(`${h.url}/v1/completions`, { method: "PUT" }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on("error", reject)
+        .end(),
+    );
+    expect(noKey).toBe(405);
   });
 
   it("an unknown path is still a 404", async () => {

@@ -126,9 +126,12 @@ const cases: FieldCase[] = [
     ok: [{}, { max_pattern_size: 0 }, { max_pattern_size: 3, min_pattern_size: 1, min_count: 2 }, null],
     bad: [
       bad({ max_pattern_size: 2, min_count: 1 }, "repetition_detection.min_count"),
-      { max_pattern_size: -1 },
+      bad({ max_pattern_size: -1 }, "repetition_detection.max_pattern_size"),
       { min_pattern_size: 3, max_pattern_size: 2, min_count: 2 },
-      { min_pattern_size: -1, max_pattern_size: 2, min_count: 2 },
+      bad(
+        { min_pattern_size: -1, max_pattern_size: 2, min_count: 2 },
+        "repetition_detection.min_pattern_size",
+      ),
       bad({ max_pattern_size: 1.5 }, "repetition_detection.max_pattern_size"),
       bad({ foo: 1 }, "repetition_detection.foo"),
     ],
@@ -293,6 +296,14 @@ describe("normalisation", () => {
   it("logit_bias: a non-integer key names the keys", () => {
     const e = expect400(() => parse({ logit_bias: { "12": 1, abc: 2, "1e3": 3 } }), "logit_bias");
     expect(e.message).toContain('"abc", "1e3"');
+  });
+
+  it("logit_bias: thousands of bad keys name the first ten and count the rest", () => {
+    const bias = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 1]));
+    const e = expect400(() => parse({ logit_bias: bias }), "logit_bias");
+    expect(e.message).toContain('"k0", "k1"');
+    expect(e.message).toContain('"k9", and 4990 more.');
+    expect(e.message).not.toContain('"k10"');
   });
 
   it("truncate_prompt_tokens beyond 2^53 is capped there", () => {

@@ -132,6 +132,14 @@ describe("greedy", () => {
 });
 
 describe("token ids against the vocabulary", () => {
+  it("a vocabulary's worth of bad ids lists the first twenty and counts the rest", () => {
+    const bias = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [String(i), 1]));
+    const e = expect400(() => engine({ logit_bias: bias }), "logit_bias");
+    expect(e.message).toBe(
+      `token_id(s) [${Array.from({ length: 20 }, (_, i) => 100 + i).join(", ")}, and 49880 more] in logit_bias contain out-of-vocab token ids. Vocabulary size: 100`,
+    );
+  });
+
   it("logit_bias ids outside [0, vocab) are a 400 naming the ids and the vocab size", () => {
     const e = expect400(() => engine({ logit_bias: { "5": 1, "100": 2, "-1": 3 } }), "logit_bias");
     expect(e.message).toBe(
@@ -194,5 +202,19 @@ describe("repetition_detection", () => {
     ).toEqual({ minPatternSize: 1, maxPatternSize: 4, minCount: 3 });
     expect(engine({ repetition_detection: { max_pattern_size: 0 } }).repetitionDetection).toBeUndefined();
     expect(engine({ repetition_detection: {} }).repetitionDetection).toBeUndefined();
+  });
+});
+
+describe("response_format", () => {
+  it.each(["text", "json_object"])("json_schema beside type %s is a 400 naming it, never ignored", (type) => {
+    const e = expect400(
+      () => engine({ response_format: { type, json_schema: { name: "x", schema: { type: "object" } } } }),
+      "response_format.json_schema",
+    );
+    expect(e.message).toBe("json_schema is only used with type 'json_schema'.");
+  });
+
+  it("type json_schema needs json_schema", () => {
+    expect400(() => engine({ response_format: { type: "json_schema" } }), "response_format.json_schema");
   });
 });

