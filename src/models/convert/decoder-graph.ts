@@ -150,8 +150,10 @@ class DecoderGraphEmitter {
     }
     const q = w.weight;
     if (q.bits !== 8) throw new Error("embedding tables are stored as 8-bit blocks");
-    const blocks = q.k / q.blockSize;
-    const rows = g.op("Gather", [`embed_tokens.qweight`, ids], "embed.rows");
+    // The initializers linear("embed_tokens") stored (with block-sum rows when there are offsets;
+    // token ids never reach those rows).
+    const suffix = q.offsets ? "_with_sums" : "";
+    const rows = g.op("Gather", [`embed_tokens.qweight${suffix}`, ids], "embed.rows");
     const centered = g.op(
       "Sub",
       [g.op("Cast", [rows], "embed.float", { to: F }), g.scalar(128, F)],
@@ -159,11 +161,23 @@ class DecoderGraphEmitter {
     );
     const scales = g.op(
       "Unsqueeze",
-      [g.op("Gather", ["embed_tokens.scales", ids], "embed.scales"), g.int64s([-1])],
+      [g.op("Gather", [`embed_tokens.scales${suffix}`, ids], "embed.scales"), g.int64s([-1])],
       "embed.scales4d",
     );
-    void blocks;
-    return g.op("Reshape", [g.op("Mul", [centered, scales], "embed.blocks"), g.int64s([0, 0, -1])], "embeds");
+    let blocks = g.op("Mul", [centered, scales], "embed.blocks");
+    if (q.offsets) {
+      // block_offsets is [blocks, n]: gather columns, then put the blocks last.
+      const columns = g.op("Gather", ["embed_tokens.block_offsets", ids], "embed.offset_columns", {
+        axis: 1,
+      });
+      const offsets = g.op(
+        "Unsqueeze",
+        [g.op("Transpose", [columns], "embed.offsets", { perm: [1, 2, 0] }), g.int64s([-1])],
+        "embed.offsets4d",
+      );
+      blocks = g.op("Add", [blocks, offsets], "embed.offset_blocks");
+    }
+    return g.op("Reshape", [blocks, g.int64s([0, 0, -1])], "embeds");
   }
 
   emit(weights: WeightProvider, onLayer?: (layer: number) => void): void {

@@ -3,8 +3,9 @@
  * MatMulNBits where they map exactly, and its Q/K row permutation undone.
  */
 import type { GgufFile } from "../gguf/reader.ts";
-import type { GgufTensorInfo } from "../gguf/types.ts";
+import { GgmlType, type GgufTensorInfo } from "../gguf/types.ts";
 import type { Hyperparameters } from "./architectures.ts";
+import type { QuantReport } from "./quant-report.ts";
 import { type NBitsWeight, packNBits, unpermuteLlamaRows } from "./quantized-weights.ts";
 import {
   TableWeightProvider,
@@ -35,13 +36,21 @@ export const GGUF_TENSOR_NAMES: TensorNames = {
   kNorm: (l) => `blk.${l}.attn_k_norm.weight`,
 };
 
+/** How weights without an exact mapping are treated, and where what was done is recorded. */
+export interface QuantPolicy {
+  allowRequantize?: boolean;
+  report?: QuantReport;
+}
+
 class GgufTensorSource implements TensorSource {
   private readonly file: GgufFile;
   private readonly unpermuteQk: boolean;
+  private readonly policy: QuantPolicy;
 
-  constructor(file: GgufFile, unpermuteQk: boolean) {
+  constructor(file: GgufFile, unpermuteQk: boolean, policy: QuantPolicy) {
     this.file = file;
     this.unpermuteQk = unpermuteQk;
+    this.policy = policy;
   }
 
   private info(name: string): GgufTensorInfo {
@@ -70,7 +79,24 @@ class GgufTensorSource implements TensorSource {
     const { n, k } = this.shape(name)!;
     const raw = this.file.readTensorBytes(info);
     const bytes = heads && this.unpermuteQk ? unpermuteLlamaRows(raw, n, heads) : raw;
-    return packNBits(info.type, bytes, n, k, () => this.floats(name, heads));
+    const { weight, exact } = packNBits(info.type, bytes, n, k, () => this.floats(name, heads), {
+      name,
+      allowRequantize: this.policy.allowRequantize,
+    });
+    this.policy.report?.add(info.type, exact, weight);
+    return weight;
+  }
+
+  keptAsFloats(name: string): boolean {
+    const type = this.info(name).type;
+    return type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16;
+  }
+
+  keptFloats(name: string, heads?: number): Float32Array {
+    const values = this.floats(name, heads);
+    const { n, k } = this.shape(name)!;
+    this.policy.report?.addFloats(this.info(name).type, n, k);
+    return values;
   }
 
   vector(name: string, heads?: number): Float32Array {
@@ -86,9 +112,10 @@ export function ggufWeightProvider(
   file: GgufFile,
   hp: Hyperparameters,
   format: WeightFormat,
+  policy: QuantPolicy = {},
 ): TableWeightProvider {
   return new TableWeightProvider(
-    new GgufTensorSource(file, hp.arch.unpermuteQk),
+    new GgufTensorSource(file, hp.arch.unpermuteQk, policy),
     GGUF_TENSOR_NAMES,
     hp,
     format,

@@ -1,24 +1,38 @@
 /**
- * Maps GGUF weight blocks onto com.microsoft MatMulNBits, as exactly as the kernel allows.
+ * Maps GGUF weight blocks onto com.microsoft MatMulNBits exactly: the values the file encodes,
+ * no requantization.
  *
  * MatMulNBits computes, per block of `blockSize` input features, scale * (q - zeroPoint) with the
- * default zero point 2^(bits-1) (8 for 4-bit, 128 for 8-bit). Exact mappings:
- *   Q4_0: d*(q-8)                 → 4-bit, scale d                       (nibble reorder only)
- *   Q8_0: d*q                     → 8-bit, stored q+128, scale d
- *   Q4_1: d*q + m = d*(q-8) + c   → 4-bit, scale d, per-block offset c = m + 8d
- * A per-block offset c cannot be expressed as an integer zero point (float zero points force a slow
- * full dequantization on every call), so it is returned separately: the graph adds
- * blockSums(A) x C, where C[block, n] = c, taking the block sums from extra output rows appended to
- * the weight (`withBlockSumRows`). Other types are dequantized and requantized to 8-bit
- * blocks of 32 (symmetric, round to nearest), which keeps the error far below their own.
+ * default zero point 2^(bits-1) (8 for 4-bit, 128 for 8-bit). Every type integer-blocks.ts
+ * decomposes (weight = s * q + a per sub-block, s and a exact in float32) maps so:
+ *   q in [-8, 7]                → 4-bit, stored q + 8, scale s        (Q4_0, Q3_K)
+ *   q in [0, 15] with offsets    → 4-bit, stored q, scale s, offset a + 8s when float32 holds it
+ *                                  exactly (Q4_1, Q4_K; else as below)
+ *   otherwise (q in [-128, 127]) → 8-bit, stored q + 128, scale s, offset a
+ *                                  (Q5_0, Q5_1, Q8_0, Q5_K, Q6_K)
+ * with blocks of 16 for types whose scales come per 16 elements (Q6_K, Q3_K). A per-block offset
+ * cannot be expressed as an integer zero point (float zero points force a slow full dequantization
+ * on every call), so it is returned separately: the graph adds blockSums(A) x C, where
+ * C[block, n] = offset, taking the block sums from extra output rows appended to the weight
+ * (`withBlockSumRows`). Other types have no exact mapping: float ones (F32, F16, BF16) the GGUF
+ * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); the rest (Q2_K) are
+ * dequantized and requantized to 8-bit blocks of 32 only when the caller allows it.
+ *
+ * Debt: storage is wider than the file's for types the kernel has no 5- or 6-bit form for
+ * (Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
+ * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
+ * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
+ * (twice their bytes); Q2_K needs offsets per 16 inputs in the kernel.
  */
-import { fp16ToFloat32 } from "../gguf/half.ts";
+import { ggmlTypeName } from "../gguf/ggml-types.ts";
 import { GgmlType, type GgmlTypeId } from "../gguf/types.ts";
+import { integerBlocks } from "./integer-blocks.ts";
 
 export const QUANT_BLOCK = 32;
 
 export interface NBitsWeight {
   bits: 4 | 8;
+  /** Input features per scale: 32, or 16 (GGUF's 16-element sub-blocks). */
   blockSize: number;
   /** Output features. */
   n: number;
@@ -32,49 +46,47 @@ export interface NBitsWeight {
   offsets?: Float32Array;
 }
 
-/** Reads the fp16 at byte offset `o`. */
-function half(bytes: Uint8Array, o: number): number {
-  return fp16ToFloat32(bytes[o]! | (bytes[o + 1]! << 8));
-}
-
-/** Q4_0 / Q4_1 nibbles hold elements j (low) and j+16 (high); MatMulNBits wants 2j (low), 2j+1 (high). */
-function reorderNibbles(src: Uint8Array, srcOffset: number, dst: Uint8Array, dstOffset: number): void {
-  for (let k = 0; k < 16; k++) {
-    const e0 = 2 * k;
-    const e1 = 2 * k + 1;
-    const q0 = e0 < 16 ? src[srcOffset + e0]! & 15 : src[srcOffset + e0 - 16]! >> 4;
-    const q1 = e1 < 16 ? src[srcOffset + e1]! & 15 : src[srcOffset + e1 - 16]! >> 4;
-    dst[dstOffset + k] = q0 | (q1 << 4);
+/**
+ * The weight `type`'s n x k elements encode, exactly, as MatMulNBits blocks; undefined for types
+ * without an exact mapping.
+ */
+export function exactNBits(
+  type: GgmlTypeId,
+  bytes: Uint8Array,
+  n: number,
+  k: number,
+): NBitsWeight | undefined {
+  const blocks = integerBlocks(type, bytes, n * k);
+  if (!blocks) return undefined;
+  const { q, scales, subBlock } = blocks;
+  let offsets = blocks.offsets;
+  // The kernel adds one offset per 32 inputs: 16-element offsets must pair up.
+  if (offsets && subBlock === 16)
+    for (let i = 0; i < offsets.length; i += 2) if (offsets[i] !== offsets[i + 1]) return undefined;
+  let bits: 4 | 8 = 8;
+  let bias = 128;
+  if (blocks.min >= -8 && blocks.max <= 7) {
+    bits = 4;
+    bias = 8;
+  } else if (blocks.min >= 0 && blocks.max <= 15 && offsets) {
+    // s*q + a = s*(q - 8) + (a + 8s): the zero point goes into the offset, where float32 holds it.
+    const folded = new Float32Array(offsets.length);
+    let exact = true;
+    for (let i = 0; i < offsets.length && exact; i++) {
+      const c = offsets[i]! + 8 * scales[i]!;
+      folded[i] = c;
+      exact = folded[i] === c;
+    }
+    if (exact) {
+      bits = 4;
+      bias = 0;
+      offsets = folded;
+    }
   }
-}
-
-function packQ4(bytes: Uint8Array, n: number, k: number, withMin: boolean): NBitsWeight {
-  const blocks = n * (k / QUANT_BLOCK);
-  const blockBytes = withMin ? 20 : 18;
-  const quantOffset = withMin ? 4 : 2;
-  const data = new Uint8Array(blocks * 16);
-  const scales = new Float32Array(blocks);
-  const offsets = withMin ? new Float32Array(blocks) : undefined;
-  for (let b = 0; b < blocks; b++) {
-    const o = b * blockBytes;
-    const d = half(bytes, o);
-    scales[b] = d;
-    if (offsets) offsets[b] = half(bytes, o + 2) + 8 * d;
-    reorderNibbles(bytes, o + quantOffset, data, b * 16);
-  }
-  return { bits: 4, blockSize: QUANT_BLOCK, n, k, data, scales, offsets };
-}
-
-function packQ8_0(bytes: Uint8Array, n: number, k: number): NBitsWeight {
-  const blocks = n * (k / QUANT_BLOCK);
-  const data = new Uint8Array(blocks * QUANT_BLOCK);
-  const scales = new Float32Array(blocks);
-  for (let b = 0; b < blocks; b++) {
-    const o = b * 34;
-    scales[b] = half(bytes, o);
-    for (let i = 0; i < QUANT_BLOCK; i++) data[b * QUANT_BLOCK + i] = (bytes[o + 2 + i]! + 128) & 0xff;
-  }
-  return { bits: 8, blockSize: QUANT_BLOCK, n, k, data, scales };
+  const data = new Uint8Array((n * k * bits) / 8);
+  if (bits === 8) for (let i = 0; i < q.length; i++) data[i] = q[i]! + bias;
+  else for (let i = 0; i < data.length; i++) data[i] = (q[2 * i]! + bias) | ((q[2 * i + 1]! + bias) << 4);
+  return { bits, blockSize: subBlock, n, k, data, scales, offsets };
 }
 
 /** Symmetric 8-bit blocks of 32 from float rows [n, k] (like Q8_0, with fp32 scales). */
@@ -94,14 +106,30 @@ export function quantize8(values: Float32Array, n: number, k: number): NBitsWeig
   return { bits: 8, blockSize: QUANT_BLOCK, n, k, data, scales };
 }
 
-/** Whether `type` maps onto MatMulNBits without requantizing. */
-export function hasExactNBitsMapping(type: GgmlTypeId): boolean {
-  return type === GgmlType.Q4_0 || type === GgmlType.Q4_1 || type === GgmlType.Q8_0;
+/** How packNBits maps a tensor. */
+export interface PackOptions {
+  /** The tensor, for errors. */
+  name: string;
+  /** Requantize types without an exact mapping to 8-bit blocks instead of refusing them. */
+  allowRequantize?: boolean;
+}
+
+/** A type without an exact mapping, met without `allowRequantize`. */
+export class InexactQuantTypeError extends Error {
+  constructor(name: string, type: GgmlTypeId) {
+    const float = type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16;
+    super(
+      `tensor ${name} is ${ggmlTypeName(type)}, which ortserve cannot map exactly onto its quantized kernels; ` +
+        `${float ? "convert with --format fp32 to keep its values, or " : "convert "}` +
+        "with --allow-requantize to requantize it to 8-bit blocks (a different model)",
+    );
+    this.name = "InexactQuantTypeError";
+  }
 }
 
 /**
- * Packs a GGUF weight of n rows by k inputs. `dequantize` is used only for types without an exact
- * mapping.
+ * Packs a GGUF weight of n rows by k inputs: exactly (exactNBits), or, for a type without an
+ * exact mapping and only with `allowRequantize`, `dequantize`d and requantized to 8-bit blocks.
  */
 export function packNBits(
   type: GgmlTypeId,
@@ -109,25 +137,24 @@ export function packNBits(
   n: number,
   k: number,
   dequantize: () => Float32Array,
-): NBitsWeight {
+  opts: PackOptions,
+): { weight: NBitsWeight; exact: boolean } {
   if (k % QUANT_BLOCK !== 0) throw new Error(`input features ${k} are not a multiple of ${QUANT_BLOCK}`);
-  switch (type) {
-    case GgmlType.Q4_0:
-      return packQ4(bytes, n, k, false);
-    case GgmlType.Q4_1:
-      return packQ4(bytes, n, k, true);
-    case GgmlType.Q8_0:
-      return packQ8_0(bytes, n, k);
-    default:
-      return quantize8(dequantize(), n, k);
-  }
+  const weight = exactNBits(type, bytes, n, k);
+  if (weight) return { weight, exact: true };
+  if (!opts.allowRequantize) throw new InexactQuantTypeError(opts.name, type);
+  return { weight: quantize8(dequantize(), n, k), exact: false };
 }
 
-/** Concatenates weights along the output dimension (e.g. Q, K and V into one projection). */
+/**
+ * Concatenates weights along the output dimension (e.g. Q, K and V into one projection), in the
+ * widest form any part needs (8 bits, scales per 16, offsets), each part re-expressed exactly.
+ */
 export function concatNBits(parts: NBitsWeight[]): NBitsWeight {
   const first = parts[0]!;
   const bits = parts.some((p) => p.bits === 8) ? 8 : 4;
-  const normalized = parts.map((p) => (p.bits === bits ? p : widenTo8(p)));
+  const blockSize = Math.min(...parts.map((p) => p.blockSize));
+  const normalized = parts.map((p) => withScaleBlock(p.bits === bits ? p : widenTo8(p), blockSize));
   const n = normalized.reduce((s, p) => s + p.n, 0);
   const data = new Uint8Array(normalized.reduce((s, p) => s + p.data.length, 0));
   const scales = new Float32Array(normalized.reduce((s, p) => s + p.scales.length, 0));
@@ -136,27 +163,37 @@ export function concatNBits(parts: NBitsWeight[]): NBitsWeight {
   let dataAt = 0;
   let scaleAt = 0;
   for (const p of normalized) {
-    if (p.k !== first.k || p.blockSize !== first.blockSize)
-      throw new Error("concatenated weights differ in K");
+    if (p.k !== first.k) throw new Error("concatenated weights differ in K");
     data.set(p.data, dataAt);
     scales.set(p.scales, scaleAt);
     if (offsets && p.offsets) offsets.set(p.offsets, scaleAt);
     dataAt += p.data.length;
     scaleAt += p.scales.length;
   }
-  return { bits, blockSize: first.blockSize, n, k: first.k, data, scales, offsets };
+  return { bits, blockSize, n, k: first.k, data, scales, offsets };
+}
+
+/** The weight with scales (and offsets) per `blockSize` inputs, repeating coarser ones (exact). */
+function withScaleBlock(w: NBitsWeight, blockSize: number): NBitsWeight {
+  if (w.blockSize === blockSize) return w;
+  const repeat = w.blockSize / blockSize;
+  const spread = (v: Float32Array) => {
+    const out = new Float32Array(v.length * repeat);
+    for (let i = 0; i < out.length; i++) out[i] = v[Math.floor(i / repeat)]!;
+    return out;
+  };
+  return { ...w, blockSize, scales: spread(w.scales), offsets: w.offsets && spread(w.offsets) };
 }
 
 /** 4-bit blocks re-expressed as 8-bit blocks with the same scale (exact: q-8 fits in int8). */
-function widenTo8(w: NBitsWeight): NBitsWeight {
-  const blocks = w.scales.length;
-  const data = new Uint8Array(blocks * w.blockSize);
-  for (let b = 0; b < blocks; b++)
-    for (let j = 0; j < w.blockSize / 2; j++) {
-      const byte = w.data[b * (w.blockSize / 2) + j]!;
-      data[b * w.blockSize + 2 * j] = (byte & 15) - 8 + 128;
-      data[b * w.blockSize + 2 * j + 1] = (byte >> 4) - 8 + 128;
-    }
+export function widenTo8(w: NBitsWeight): NBitsWeight {
+  if (w.bits === 8) return w;
+  const data = new Uint8Array(w.data.length * 2);
+  for (let i = 0; i < w.data.length; i++) {
+    const byte = w.data[i]!;
+    data[2 * i] = (byte & 15) - 8 + 128;
+    data[2 * i + 1] = (byte >> 4) - 8 + 128;
+  }
   return { ...w, bits: 8, data };
 }
 

@@ -7,12 +7,17 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import type { ModelFormat } from "../fetch/model-meta.ts";
 import { type ConversionStamp, nextStamp, readStamp, writeStamp } from "./conversion-stamp.ts";
+import { describeQuantUses, type QuantTypeUse } from "./quant-report.ts";
 
 export type ConvertFn = (
   ggufPath: string,
   outDir: string,
-  opts: { format: ModelFormat; onProgress?: (done: number, total: number, label: string) => void },
-) => Promise<{ files: string[] }>;
+  opts: {
+    format: ModelFormat;
+    allowRequantize?: boolean;
+    onProgress?: (done: number, total: number, label: string) => void;
+  },
+) => Promise<{ files: string[]; quantTypes?: QuantTypeUse[] }>;
 
 export interface Converter {
   convertGguf: ConvertFn;
@@ -30,7 +35,11 @@ export interface ConvertJob {
   modelDir: string;
   format: ModelFormat;
   converter: Converter;
+  /** See ConvertOptions.allowRequantize. */
+  allowRequantize?: boolean;
   progressStream?: ProgressStream;
+  /** Where the per-type quantization lines go (default: stderr). */
+  log?: (line: string) => void;
 }
 
 /** Store converter-reported paths relative to the model dir, whichever way they came. */
@@ -46,10 +55,11 @@ export async function convertAndStamp(job: ConvertJob): Promise<ConversionStamp>
     unit: "count",
     stream: job.progressStream,
   });
-  let result: { files: string[] };
+  let result: { files: string[]; quantTypes?: QuantTypeUse[] };
   try {
     result = await job.converter.convertGguf(job.ggufPath, job.modelDir, {
       format: job.format,
+      allowRequantize: job.allowRequantize,
       onProgress: (done, total, label) => bar.update(done, total, label),
     });
   } catch (err) {
@@ -57,6 +67,8 @@ export async function convertAndStamp(job: ConvertJob): Promise<ConversionStamp>
     throw err;
   }
   bar.done(`${result.files.length} files written to ${job.modelDir}`);
+  const log = job.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  for (const line of describeQuantUses(result.quantTypes ?? [])) log(`  ${line}`);
   const want = { ggufSha256: job.ggufSha256, converterVersion: job.converter.version, format: job.format };
   const files = result.files.map((f) => relativeToModel(job.modelDir, f));
   const stamp = nextStamp(previous, want, files);

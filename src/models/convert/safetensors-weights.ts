@@ -68,7 +68,7 @@ class SafetensorsSource implements TensorSource {
   nbits(name: string): NBitsWeight {
     const { n, k } = this.shape(name)!;
     const values = this.floats(name);
-    return packNBits(GgmlType.Q4_1, quantize(GgmlType.Q4_1, values), n, k, () => values);
+    return packNBits(GgmlType.Q4_1, quantize(GgmlType.Q4_1, values), n, k, () => values, { name }).weight;
   }
 
   vector(name: string): Float32Array {

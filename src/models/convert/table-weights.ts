@@ -5,7 +5,7 @@
  */
 import type { ArchitectureSpec } from "./architectures.ts";
 import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
-import { concatNBits, type NBitsWeight, quantize8 } from "./quantized-weights.ts";
+import { concatNBits, type NBitsWeight, widenTo8 } from "./quantized-weights.ts";
 
 export type WeightFormat = "q4" | "fp32";
 
@@ -16,6 +16,13 @@ export interface TensorSource {
   floats(name: string, heads?: number): Float32Array;
   /** Packed MatMulNBits blocks (4-bit where the source allows, else 8-bit). */
   nbits(name: string, heads?: number): NBitsWeight;
+  /**
+   * Whether a q4 model keeps this tensor as float32 (a float tensor in the file: widening is
+   * exact, quantizing is not). Absent: never.
+   */
+  keptAsFloats?(name: string): boolean;
+  /** floats(), for a q4 model that keeps them (the source records it). */
+  keptFloats?(name: string, heads?: number): Float32Array;
   /** A 1-D tensor (norm weights, biases); `heads` as for Q/K rows. */
   vector(name: string, heads?: number): Float32Array;
 }
@@ -75,11 +82,17 @@ export class TableWeightProvider implements WeightProvider {
   /** Several tensors stacked along the output dimension. */
   private stacked(parts: { name: string; heads?: number }[]): LinearWeight {
     const shapes = parts.map((p) => this.shape(p.name));
-    if (this.format === "q4") {
+    // A q4 stack with a float part stays float throughout (the quantized parts widened, exactly).
+    const keptAsFloats = this.format === "q4" && parts.some((p) => this.source.keptAsFloats?.(p.name));
+    if (this.format === "q4" && !keptAsFloats) {
       const packed = parts.map((p) => this.source.nbits(p.name, p.heads));
       return { kind: "nbits", weight: packed.length === 1 ? packed[0]! : concatNBits(packed) };
     }
-    const floats = parts.map((p) => this.source.floats(p.name, p.heads));
+    const floats = parts.map((p) =>
+      keptAsFloats && this.source.keptFloats
+        ? this.source.keptFloats(p.name, p.heads)
+        : this.source.floats(p.name, p.heads),
+    );
     const values = new Float32Array(floats.reduce((s, f) => s + f.length, 0));
     let at = 0;
     for (const f of floats) {
@@ -93,11 +106,11 @@ export class TableWeightProvider implements WeightProvider {
     const name = this.names.embedding;
     const r = this.shape(name);
     if (this.format === "fp32") return { kind: "f32", n: r.n, k: r.k, values: this.source.floats(name) };
-    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks only.
-    const packed = this.source.nbits(name);
-    const weight =
-      packed.bits === 8 && !packed.offsets ? packed : quantize8(this.source.floats(name), r.n, r.k);
-    return { kind: "nbits", weight };
+    if (this.source.keptAsFloats?.(name) && this.source.keptFloats)
+      return { kind: "f32", n: r.n, k: r.k, values: this.source.keptFloats(name) };
+    // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks
+    // only: 4-bit ones are widened (exactly).
+    return { kind: "nbits", weight: widenTo8(this.source.nbits(name)) };
   }
 
   lmHead(): LinearWeight | undefined {

