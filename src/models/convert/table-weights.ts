@@ -35,6 +35,9 @@ export interface TensorNames {
   down(layer: number): string;
   attnNorm(layer: number): string;
   ffnNorm(layer: number): string;
+  /** The RMSNorms after attention and after the MLP (gemma3's sandwich norms), where the scheme has them. */
+  attnPostNorm?(layer: number): string;
+  ffnPostNorm?(layer: number): string;
   /** Q/K/V biases (qwen2). */
   qBias(layer: number): string;
   kBias(layer: number): string;
@@ -149,6 +152,12 @@ export class TableWeightProvider implements WeightProvider {
 
   norm(which: "attn" | "ffn", layer: number): Float32Array {
     return this.source.vector(which === "attn" ? this.names.attnNorm(layer) : this.names.ffnNorm(layer));
+  }
+
+  postNorm(which: "attn" | "ffn", layer: number): Float32Array {
+    const name = which === "attn" ? this.names.attnPostNorm : this.names.ffnPostNorm;
+    if (!name) throw new Error("these weights' tensor names have no post-attention or post-MLP norms");
+    return this.source.vector(name(layer));
   }
 
   outputNorm(): Float32Array {
