@@ -121,10 +121,36 @@ describe("architecture rows", () => {
     expect(hp.attentionScale).toBe(1 / Math.sqrt(168));
   });
 
-  it("refuses a gemma3 checkpoint rather than import its norms unadjusted", () => {
-    expect(() =>
-      hyperparametersFromHfConfig({ model_type: "gemma3_text", hidden_size: 640, num_attention_heads: 4 }),
-    ).toThrow(/gemma3_text.*checkpoint import is not supported/);
+  it("reads a Gemma 3 config.json: layer kinds, local base, query_pre_attn_scalar, rope_parameters", () => {
+    const config = {
+      model_type: "gemma3_text",
+      hidden_size: 640,
+      num_attention_heads: 4,
+      num_key_value_heads: 1,
+      head_dim: 256,
+      num_hidden_layers: 18,
+      intermediate_size: 2048,
+      vocab_size: 262144,
+      max_position_embeddings: 32768,
+      rms_norm_eps: 1e-6,
+      sliding_window: 512,
+      query_pre_attn_scalar: 256,
+      rope_parameters: {
+        full_attention: { rope_type: "default", rope_theta: 1000000 },
+        sliding_attention: { rope_type: "default", rope_theta: 10000 },
+      },
+    };
+    const hp = hyperparametersFromHfConfig(config);
+    expect(hp.arch.gguf).toBe("gemma3");
+    expect(hp.ropeTheta).toBe(1e6);
+    expect(hp.attentionScale).toBe(1 / 16);
+    expect(hp.slidingWindow!.ropeTheta).toBe(10000);
+    expect(hp.slidingWindow!.local).toEqual(readHyperparameters(gemma3Metadata()).slidingWindow!.local);
+    const types = hyperparametersFromHfConfig({
+      ...config,
+      layer_types: Array.from({ length: 18 }, (_, l) => (l < 2 ? "full_attention" : "sliding_attention")),
+    }).slidingWindow!.local;
+    expect(types.slice(0, 3)).toEqual([false, false, true]);
   });
 
   it("computes Llama 3.1's rope_scaling as frequency divisors: fast pairs kept, slow ones divided by factor", () => {

@@ -236,6 +236,21 @@ function hfRopeFreqFactors(config: Record<string, unknown>, headDim: number, the
   });
 }
 
+/**
+ * A RoPE base from newer configs' `rope_parameters`: `{rope_theta}`, or per attention kind
+ * (`{full_attention: {rope_theta}, sliding_attention: {rope_theta}}`).
+ */
+function ropeParameter(config: Record<string, unknown>, kind: "full_attention" | "sliding_attention") {
+  const params = config.rope_parameters as Record<string, unknown> | null | undefined;
+  if (typeof params !== "object" || params === null) return undefined;
+  const own = params[kind] as Record<string, unknown> | undefined;
+  // A flat `{rope_theta}` is the full-attention base only.
+  const source =
+    typeof own === "object" && own !== null ? own : kind === "full_attention" ? params : undefined;
+  const theta = source?.rope_theta;
+  return typeof theta === "number" ? theta : undefined;
+}
+
 /** Hyperparameters from a Hugging Face config.json (a training run's), by its model_type. */
 export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hyperparameters {
   const arch = Object.values(ARCHITECTURES).find((a) => a.modelType === config.model_type);
@@ -245,12 +260,6 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
         .map((a) => a.modelType)
         .join(", ")}`,
     );
-  // Debt: Gemma checkpoints store RMSNorm weights minus one and name their sandwich norms their own
-  // way; until that mapping is a row of its own, refuse rather than build another model.
-  if (arch.gemma)
-    throw new Error(
-      `model_type ${JSON.stringify(config.model_type)}: checkpoint import is not supported; convert its GGUF`,
-    );
   const get = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
     if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`config.json lacks a numeric ${key}`);
@@ -259,7 +268,7 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
   const hidden = get("hidden_size");
   const heads = get("num_attention_heads");
   const headDim = get("head_dim", hidden / heads);
-  const ropeTheta = get("rope_theta", 10000);
+  const ropeTheta = get("rope_theta", ropeParameter(config, "full_attention") ?? 10000);
   return {
     arch,
     layers: get("num_hidden_layers"),
@@ -274,5 +283,43 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
     ropeFreqFactors: hfRopeFreqFactors(config, headDim, ropeTheta),
     rmsEps: get("rms_norm_eps"),
     attentionScale: 1 / Math.sqrt(headDim),
+    ...(arch.gemma ? gemmaFromHfConfig(config, get, headDim) : {}),
+  };
+}
+
+/**
+ * Gemma 3's attention settings from its config.json (Gemma3TextConfig): the layers' kinds from
+ * `layer_types` (else every `sliding_window_pattern`-th layer global, 6 by default), the local
+ * base `rope_local_base_freq`, the scale query_pre_attn_scalar^-0.5, final_logit_softcapping.
+ */
+function gemmaFromHfConfig(
+  config: Record<string, unknown>,
+  get: (key: string, fallback?: number) => number,
+  headDim: number,
+): Pick<Hyperparameters, "attentionScale" | "slidingWindow" | "finalLogitSoftcap"> {
+  const layers = get("num_hidden_layers");
+  const window = typeof config.sliding_window === "number" ? config.sliding_window : 0;
+  const types = config.layer_types;
+  let local: boolean[];
+  if (Array.isArray(types)) {
+    if (types.length !== layers)
+      throw new Error(`config.json layer_types has ${types.length} entries, expected ${layers}`);
+    local = types.map((t) => t === "sliding_attention");
+  } else {
+    const period = get("sliding_window_pattern", 6);
+    local = Array.from({ length: layers }, (_, l) => (l + 1) % period !== 0);
+  }
+  const softcap = config.final_logit_softcapping;
+  return {
+    attentionScale: 1 / Math.sqrt(get("query_pre_attn_scalar", headDim)),
+    slidingWindow:
+      window > 0 && local.some(Boolean)
+        ? {
+            window,
+            local,
+            ropeTheta: get("rope_local_base_freq", ropeParameter(config, "sliding_attention") ?? 10000),
+          }
+        : undefined,
+    finalLogitSoftcap: typeof softcap === "number" && softcap > 0 ? softcap : undefined,
   };
 }
