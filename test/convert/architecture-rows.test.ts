@@ -26,15 +26,32 @@ const CONTINUATION = 24;
 
 /** Largest |a - b| over the rows, relative to the largest |b|. */
 function relativeMaxError(a: Float32Array, b: Float32Array): number {
+  return relativeErrors(a, b).max;
+}
+
+/** Largest and mean |a - b| over the rows, relative to the largest |b|. */
+function relativeErrors(a: Float32Array, b: Float32Array): { max: number; mean: number } {
   let diff = 0;
+  let sum = 0;
   let scale = 0;
   for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    const d = Math.abs(a[i]! - b[i]!);
+    diff = Math.max(diff, d);
+    sum += d;
     scale = Math.max(scale, Math.abs(b[i]!));
   }
   expect(scale).toBeGreaterThan(1);
-  return diff / scale;
+  return { max: diff / scale, mean: sum / b.length / scale };
 }
+
+/**
+ * gemma3's GeGLU rounds its input to binary16 as llama.cpp's CPU backend does, so a last-bit
+ * difference upstream now and then moves one activation by a binary16 step: the largest error is a
+ * few times float rounding's (measured 3e-6 with AVX2 kernels, 1.1e-5 with the portable ones),
+ * while the mean stays at float rounding (1e-7 to 2e-7; 1.3e-5 with an exact GELU instead, whose
+ * largest error is 7.9e-5).
+ */
+const MAX_ERROR: Record<string, number> = { gemma3: 3e-5 };
 
 describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama.cpp", (name, row) => {
   let root: string;
@@ -78,7 +95,9 @@ describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama
     const theirs = await reference.logitRows(tokens);
     const ours = await ortserve.teacherForced(tokens);
     expect(ours.length).toBe(theirs.length);
-    expect(relativeMaxError(ours, theirs)).toBeLessThan(1e-5);
+    const errors = relativeErrors(ours, theirs);
+    expect(errors.max).toBeLessThan(MAX_ERROR[name] ?? 1e-5);
+    expect(errors.mean).toBeLessThan(1e-6);
     expect(await ortserve.greedy!(PROMPT, greedy.length)).toEqual(greedy);
   });
 
