@@ -47,11 +47,11 @@ function relativeErrors(a: Float32Array, b: Float32Array): { max: number; mean: 
 /**
  * gemma3's GeGLU rounds its input to binary16 as llama.cpp's CPU backend does, so a last-bit
  * difference upstream now and then moves one activation by a binary16 step: the largest error is a
- * few times float rounding's (measured 3e-6 with AVX2 kernels, 1.1e-5 with the portable ones),
- * while the mean stays at float rounding (1e-7 to 2e-7; 1.3e-5 with an exact GELU instead, whose
- * largest error is 7.9e-5).
+ * few times float rounding's (measured 2.4e-6 with the AVX2 kernels, 6.3e-6 with the portable
+ * ones), while the mean stays at float rounding (1e-7; an exact GELU instead gives 1.3e-5, and a
+ * largest error of 7.9e-5).
  */
-const MAX_ERROR: Record<string, number> = { gemma3: 3e-5 };
+const MAX_ERROR: Record<string, number> = { gemma3: 2e-5 };
 
 describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama.cpp", (name, row) => {
   let root: string;

@@ -80,6 +80,43 @@ function transpose(values: Float32Array, rows: number, cols: number): Float32Arr
   return out;
 }
 
+/**
+ * GELU (tanh form) as llama.cpp's CPU backend computes it for GeGLU: the input rounded to
+ * binary16, looked up in a table of gelu(x) rounded to binary16 (ggml_vec_geglu_f32 with
+ * GGML_GELU_FP16), the input itself at 10 and above, 0 at -10 and below. The table's entries are
+ * computed here in the graph with ggml_gelu_f32's operation order: 0.5x(1 + tanh(sqrt(2/pi) x
+ * (1 + 0.044715 x x))), so every entry is ggml's (test/convert/gelu-table.test.ts). The exact
+ * GELU differs from this by binary16 rounding (~5e-4 relative).
+ * Debt: ~20 nodes a layer where SwiGLU is one fused epilogue; a native GeGLU epilogue would take them.
+ */
+export function tanhGeluFp16Table(g: GraphBuilder, prefix: string, x: string): string {
+  const F16 = OnnxDataType.FLOAT16;
+  const c = (v: number) => g.scalar(Math.fround(v), F);
+  const viaHalf = (v: string, name: string) =>
+    g.op("Cast", [g.op("Cast", [v], `${name}_f16`, { to: F16 })], name, { to: F });
+  // From -10 down the table's entry is gelu(-10), 0 in float (tanh saturates): clamping there
+  // also keeps inputs beyond binary16's range from becoming infinities and NaN.
+  const xh = viaHalf(g.op("Max", [x, c(-10)], `${prefix}.gelu_clamped`), `${prefix}.gelu_in`);
+  const mul = (a: string, b: string, name: string) => g.op("Mul", [a, b], `${prefix}.gelu_${name}`);
+  const add1 = (a: string, name: string) => g.op("Add", [a, c(1)], `${prefix}.gelu_${name}`);
+  const cubic = add1(mul(mul(xh, c(0.044715), "ax"), xh, "axx"), "inner");
+  // tanh in double, rounded once to float: the C library's tanhf to its last bit, where ONNX
+  // Runtime's float Tanh is off by a few and 1 + tanh cancels them up into binary16 steps.
+  const arg = g.op(
+    "Cast",
+    [mul(mul(xh, c(0.7978845608028654), "sx"), cubic, "arg")],
+    `${prefix}.gelu_arg_f64`,
+    {
+      to: OnnxDataType.DOUBLE,
+    },
+  );
+  const t = g.op("Cast", [g.op("Tanh", [arg], `${prefix}.gelu_tanh_f64`)], `${prefix}.gelu_tanh`, { to: F });
+  const gelu = mul(mul(xh, c(0.5), "half"), add1(t, "one_plus"), "value");
+  const table = viaHalf(gelu, `${prefix}.gelu_table`);
+  const below = g.op("Less", [x, c(10)], `${prefix}.gelu_below`);
+  return g.op("Where", [below, table, x], `${prefix}.gelu`);
+}
+
 class DecoderGraphEmitter {
   private readonly g: GraphBuilder;
   private readonly hp: Hyperparameters;
@@ -290,7 +327,7 @@ class DecoderGraphEmitter {
         axis: -1,
       });
       const activated = hp.arch.gemma
-        ? this.tanhGeluFp16Table(p, gate!)
+        ? tanhGeluFp16Table(g, p, gate!)
         : g.op("Mul", [gate!, g.op("Sigmoid", [gate!], `${p}.gate_sigmoid`)], `${p}.silu`);
       const down = this.postNormed(
         `${p}.ffn_post`,
@@ -348,32 +385,6 @@ class DecoderGraphEmitter {
       `${prefix}_normed`,
       { axis: -1, epsilon: { float: hp.rmsEps }, stash_type: 1 },
     );
-  }
-
-  /**
-   * GELU (tanh form) as llama.cpp's CPU backend computes it for GeGLU: the input rounded to
-   * binary16, looked up in a table of gelu(x) rounded to binary16 (ggml_vec_geglu_f32 with
-   * GGML_GELU_FP16), the input itself at 10 and above, 0 at -10 and below. The table's entries are
-   * computed here in the graph with ggml_gelu_f32's operation order: 0.5x(1 + tanh(sqrt(2/pi) x
-   * (1 + 0.044715 x x))); only the tanh's last bit can differ from the C library's before the
-   * result is rounded to binary16. The exact GELU differs from this by binary16 rounding (~5e-4
-   * relative).
-   */
-  private tanhGeluFp16Table(prefix: string, x: string): string {
-    const g = this.g;
-    const F16 = OnnxDataType.FLOAT16;
-    const c = (v: number) => g.scalar(Math.fround(v), F);
-    const viaHalf = (v: string, name: string) =>
-      g.op("Cast", [g.op("Cast", [v], `${name}_f16`, { to: F16 })], name, { to: F });
-    const xh = viaHalf(x, `${prefix}.gelu_in`);
-    const mul = (a: string, b: string, name: string) => g.op("Mul", [a, b], `${prefix}.gelu_${name}`);
-    const add1 = (a: string, name: string) => g.op("Add", [a, c(1)], `${prefix}.gelu_${name}`);
-    const cubic = add1(mul(mul(xh, c(0.044715), "ax"), xh, "axx"), "inner");
-    const t = g.op("Tanh", [mul(mul(xh, c(0.7978845608028654), "sx"), cubic, "arg")], `${prefix}.gelu_tanh`);
-    const gelu = mul(mul(xh, c(0.5), "half"), add1(t, "one_plus"), "value");
-    const table = viaHalf(gelu, `${prefix}.gelu_table`);
-    const below = g.op("Less", [x, c(10)], `${prefix}.gelu_below`);
-    return g.op("Where", [below, table, x], `${prefix}.gelu`);
   }
 
   /** cap tanh(logits / cap), when the model caps its logits. */
