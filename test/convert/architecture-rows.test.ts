@@ -5,13 +5,15 @@
  * picks the same tokens. The same weights as a Hugging Face checkpoint (safetensors and config.json)
  * convert to the same function.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
+import { hyperparametersFromHfConfig, readHyperparameters } from "../../src/models/convert/architectures.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
 import { convertSafetensors } from "../../src/models/convert/convert-safetensors.ts";
+import { openGguf } from "../../src/models/gguf/reader.ts";
 import { LlamaReference } from "../fidelity/llama-reference.ts";
 import { type OrtCandidate, openOrtCandidate } from "../fidelity/ort-candidate.ts";
 import {
@@ -85,6 +87,22 @@ describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama
       ...(row.endOfTurn ?? []).map((k) => tokens.indexOf(k === "eot" ? "<|eot_id|>" : "<|eom_id|>")),
     ];
     expect([...config.eosTokenIds].sort()).toEqual(ends.sort());
+  });
+
+  it("writes a config.json a checkpoint import reads back to the GGUF's hyperparameters", () => {
+    const written = JSON.parse(readFileSync(join(modelDir, "config.json"), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    const file = openGguf(gguf);
+    try {
+      // Llama 3's RoPE factors are left out: config.json does not carry rope_scaling (hf-config.ts).
+      const { ropeFreqFactors: _factors, ...fromGguf } = readHyperparameters(file.metadata);
+      const { ropeFreqFactors: _hfFactors, ...fromConfig } = hyperparametersFromHfConfig(written);
+      expect(fromConfig).toEqual(fromGguf);
+    } finally {
+      file.close();
+    }
   });
 
   it("computes llama.cpp's logits over a prompt and its greedy continuation, and decodes the same tokens", async () => {
