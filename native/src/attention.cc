@@ -592,48 +592,58 @@ float SoftmaxNumerators(float* scores, int length, float* max, bool avx) {
 inline int PartialStride(int headDim) { return headDim + 2; }
 
 // Queries i < count over the cached positions [first, end) of one KV head, query i seeing
-// positions below lengths[i] (a query that sees none of the chunk is skipped). Tile by tile of
-// positions every query that reaches into the tile is scored, so each tile is read from memory
-// once; an 8-bit cache's tile is converted to floats once for all the queries (`tile`, room for
+// positions [starts[i], lengths[i]) (a query that sees none of the chunk is skipped; a sliding
+// window's query starts past 0). Tile by tile of positions every query that reaches into the tile
+// is scored, so each tile is read from memory once, from the first position a query of the tile
+// sees; an 8-bit cache's tile is converted to floats once for all the queries (`tile`, room for
 // kPositionTile x headDim), which then read it from L1. scores holds `count` rows of
-// kPositionChunk floats; partials[i] receives query i's partial.
+// kPositionChunk floats (position j at j - first); partials[i] receives query i's partial.
 template <typename T>
-void AttendChunk(const float* const* queries, const int* lengths, int count, int first, int end, const T* keys,
-                 const T* values, int headDim, float scale, bool avx, float* scores, float* const* partials,
-                 float* tile) {
+void AttendChunk(const float* const* queries, const int* starts, const int* lengths, int count, int first, int end,
+                 const T* keys, const T* values, int headDim, float scale, bool avx, float* scores,
+                 float* const* partials, float* tile) {
   const size_t D = static_cast<size_t>(headDim);
   const size_t stride = RowStride<T>(headDim);
-  // Positions [j0, j0 + n) of a cache as the kernels read them.
-  auto tileOf = [&](const T* cache, int j0, int n) {
+  // Query i's positions [lo, hi) within [j0, j0 + kPositionTile) and the chunk; empty when hi <= lo.
+  auto lo = [&](int i, int j0) { return std::max({starts[i], first, j0}); };
+  auto hi = [&](int i, int j0) { return std::min({lengths[i], end, j0 + kPositionTile}); };
+  // Positions [j, j + n) of a cache as the kernels read them, and their row stride.
+  auto tileOf = [&](const T* cache, int j, int n) {
     if constexpr (std::is_same_v<T, Q8>) {
 #ifdef ORTSERVE_X86_SIMD
       if (avx) {
-        DequantizeAvx2(cache + j0 * stride, n, headDim, tile);
+        DequantizeAvx2(cache + j * stride, n, headDim, tile);
         return static_cast<const float*>(tile);
       }
 #endif
-      DequantizeScalar(cache + j0 * stride, n, headDim, tile);
+      DequantizeScalar(cache + j * stride, n, headDim, tile);
       return static_cast<const float*>(tile);
     } else {
       (void)n;
-      return cache + j0 * stride;
+      return cache + j * stride;
     }
   };
   auto forEachTile = [&](const T* cache, auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile) {
-      int most = 0;
-      for (int i = 0; i < count; i++) most = std::max(most, std::min({lengths[i], end, j0 + kPositionTile}) - j0);
-      if (most <= 0) continue;
-      const auto* data = tileOf(cache, j0, most);
+      int from = j0 + kPositionTile;
+      int to = j0;
+      for (int i = 0; i < count; i++)
+        if (hi(i, j0) > lo(i, j0)) {
+          from = std::min(from, lo(i, j0));
+          to = std::max(to, hi(i, j0));
+        }
+      if (to <= from) continue;
+      const auto* data = tileOf(cache, from, to - from);
       for (int i = 0; i < count; i++) {
-        const int n = std::min({lengths[i], end, j0 + kPositionTile}) - j0;
-        if (n > 0) fn(i, j0, n, data);
+        const int a = lo(i, j0);
+        const int n = hi(i, j0) - a;
+        if (n > 0) fn(i, a, n, data + static_cast<size_t>(a - from) * D);
       }
     }
   };
   // The 8-bit and binary16 caches read straight from their bytes, up to kHeadsPerPass queries
-  // that reach equally far into a tile at once (fn(i, r, j0, n): queries [i, i + r), n positions
-  // of the tile at j0), each position converted once for all of them, where the CPU has
+  // that see the same positions of a tile at once (fn(i, r, a, n): queries [i, i + r), positions
+  // [a, a + n)), each position converted once for all of them, where the CPU has
   // AVX-512VL's registers; otherwise one query at a time (forEachTile), an 8-bit cache through a
   // float tile. A token's floats still do not depend on the path: each query's sums run in the
   // same order whichever queries share its pass. A float cache has nothing to convert and
@@ -643,17 +653,21 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
 #ifdef ORTSERVE_X86_SIMD
   multiQuery = !std::is_same_v<T, float> && avx && gAvx512Vl && (std::is_same_v<T, Half> || headDim % 32 == 0);
 #endif
-  // Where the queries' reads end: the kernels prefetch no further.
+  // Where the queries' reads begin and end: the kernels prefetch no further.
+  int readStart = end;
   int readEnd = 0;
-  for (int i = 0; i < count; i++) readEnd = std::max(readEnd, lengths[i]);
+  for (int i = 0; i < count; i++) {
+    readStart = std::min(readStart, std::max(starts[i], first));
+    readEnd = std::max(readEnd, lengths[i]);
+  }
   auto forEachRun = [&](auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile) {
-      auto reach = [&](int i) { return std::min({lengths[i], end, j0 + kPositionTile}) - j0; };
       for (int i = 0; i < count;) {
-        const int n = reach(i);
+        const int a = lo(i, j0);
+        const int n = hi(i, j0) - a;
         int r = 1;
-        while (r < kHeadsPerPass && i + r < count && reach(i + r) == n) r++;
-        if (n > 0) fn(i, r, j0, n);
+        while (r < kHeadsPerPass && i + r < count && lo(i + r, j0) == a && hi(i + r, j0) - a == n) r++;
+        if (n > 0) fn(i, r, a, n);
         i += r;
       }
     }
@@ -664,17 +678,18 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     // covers, arrive while the keys are scored: a harness (see kStreamAhead) measured float16 16 x
     // 130 positions 82-84 -> 76-78 µs a layer, 1 x 1,584 52-53 -> 50-51, 1 x 100 9.6 -> 8.8; int8
     // the same either way.
-    PrefetchRange<2>(values + first * stride, std::clamp(readEnd - first, 0, kStreamAhead) * stride * sizeof(T));
+    PrefetchRange<2>(values + readStart * stride,
+                     std::clamp(readEnd - readStart, 0, kStreamAhead) * stride * sizeof(T));
     if constexpr (!std::is_same_v<T, float>)
-      forEachRun([&](int i, int r, int j0, int n) {
+      forEachRun([&](int i, int r, int a, int n) {
         float* rows[kHeadsPerPass];
-        for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
-        ScoresMultiQuery(r, queries + i, keys + j0 * stride, n, readEnd - j0, headDim, scale, rows);
+        for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (a - first);
+        ScoresMultiQuery(r, queries + i, keys + a * stride, n, readEnd - a, headDim, scale, rows);
       });
 #endif
   } else {
-    forEachTile(keys, [&](int i, int j0, int n, const auto* data) {
-      float* row = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
+    forEachTile(keys, [&](int i, int a, int n, const auto* data) {
+      float* row = scores + static_cast<size_t>(i) * kPositionChunk + (a - first);
 #ifdef ORTSERVE_X86_SIMD
       if (avx) return ScoresAvx2(queries[i], data, n, headDim, scale, row);
 #endif
@@ -682,29 +697,30 @@ void AttendChunk(const float* const* queries, const int* lengths, int count, int
     });
   }
   for (int i = 0; i < count; i++) {
-    const int n = std::min(lengths[i], end) - first;
+    const int a = std::max(starts[i], first);
+    const int n = std::min(lengths[i], end) - a;
     if (n <= 0) continue;
     float* partial = partials[i];
-    partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk, n, &partial[0], avx);
+    partial[1] = SoftmaxNumerators(scores + static_cast<size_t>(i) * kPositionChunk + (a - first), n, &partial[0], avx);
     std::fill(partial + 2, partial + 2 + D, 0.0f);
   }
   if (multiQuery) {
 #ifdef ORTSERVE_X86_SIMD
     if constexpr (!std::is_same_v<T, float>)
-      forEachRun([&](int i, int r, int j0, int n) {
+      forEachRun([&](int i, int r, int a, int n) {
         const float* weights[kHeadsPerPass];
         float* sums[kHeadsPerPass];
         for (int k = 0; k < r; k++) {
-          weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (j0 - first);
+          weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (a - first);
           sums[k] = partials[i + k] + 2;
         }
-        AccumulateValuesMultiQuery(r, weights, values + j0 * stride, n, readEnd - j0, headDim, sums);
+        AccumulateValuesMultiQuery(r, weights, values + a * stride, n, readEnd - a, headDim, sums);
       });
 #endif
     return;
   }
-  forEachTile(values, [&](int i, int j0, int n, const auto* data) {
-    const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (j0 - first);
+  forEachTile(values, [&](int i, int a, int n, const auto* data) {
+    const float* weights = scores + static_cast<size_t>(i) * kPositionChunk + (a - first);
 #ifdef ORTSERVE_X86_SIMD
     if (avx) return AccumulateValuesAvx2(weights, data, n, headDim, partials[i] + 2);
 #endif
@@ -780,6 +796,9 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
                 sinCache + pos * half, avx);
   };
 
+  // The first position a token of `length` positions sees: past its sliding window, if the layer has one.
+  auto startOf = [&](int length) { return s.window > 0 ? std::max(0, length - s.window) : 0; };
+
   int64_t pairs = 0;
   for (int b = 0; b < s.batch; b++) pairs += static_cast<int64_t>(past[b] + s.sequence) * s.sequence * s.heads;
   auto run = [&](size_t items, const std::function<void(size_t)>& fn) {
@@ -791,13 +810,15 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
 
   if (s.sequence == 1) {
     // Decode: a work item is (row, KV head, chunk), the query heads that share the KV head
-    // together, so every tile of keys and values is read once for all of them. The partials
-    // are merged once every item is done.
+    // together, so every tile of keys and values is read once for all of them; a row's chunks
+    // are those its token sees, from firstChunk[b]. The partials are merged once every item is done.
     std::vector<int> chunks(s.batch);
+    std::vector<int> firstChunk(s.batch);
     std::vector<size_t> firstItem(s.batch + 1, 0);
     int mostChunks = 0;
     for (int b = 0; b < s.batch; b++) {
-      chunks[b] = ChunksOf(past[b] + 1);
+      firstChunk[b] = startOf(past[b] + 1) / kPositionChunk;
+      chunks[b] = ChunksOf(past[b] + 1) - firstChunk[b];
       mostChunks = std::max(mostChunks, chunks[b]);
       firstItem[b + 1] = firstItem[b] + static_cast<size_t>(s.kvHeads) * chunks[b];
     }
@@ -823,7 +844,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       if (item + 1 < firstItem[s.batch]) {
         const DecodeItem next = decodeItem(item + 1);
         const size_t at = (static_cast<size_t>(next.b) * s.kvHeads + next.g) * rowSpan +
-                          static_cast<size_t>(next.c) * kPositionChunk * RowStride<T>(s.headDim);
+                          static_cast<size_t>(firstChunk[next.b] + next.c) * kPositionChunk * RowStride<T>(s.headDim);
         PrefetchRange<2>(keyCache + at, kPrefetchBytes);
         PrefetchRange<2>(valueCache + at, kPrefetchBytes);
       }
@@ -834,11 +855,13 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       rotateQueries(b, 0, g * group, group, groupQueries.data());
       const float* queryRows[kMostGroup];
       float* partialRows[kMostGroup];
+      int starts[kMostGroup];
       int lengths[kMostGroup];
       for (int i = 0; i < group; i++) {
         const int h = g * group + i;
         queryRows[i] = groupQueries.data() + i * D;
         partialRows[i] = partials + (static_cast<size_t>(b) * s.heads + h) * partialsPerHead + static_cast<size_t>(c) * stride;
+        starts[i] = startOf(length);
         lengths[i] = length;
       }
       thread_local std::vector<float> scores;
@@ -846,9 +869,10 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       scores.resize(static_cast<size_t>(group) * kPositionChunk);
       tile.resize(static_cast<size_t>(kPositionTile) * D);
       const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan;
-      AttendChunk(queryRows, lengths, group, c * kPositionChunk, std::min(length, (c + 1) * kPositionChunk),
-                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows,
-                  tile.data());
+      const int chunk = firstChunk[b] + c;
+      AttendChunk(queryRows, starts, lengths, group, chunk * kPositionChunk,
+                  std::min(length, (chunk + 1) * kPositionChunk), keyCache + cacheRow, valueCache + cacheRow, s.headDim,
+                  s.scale, avx, scores.data(), partialRows, tile.data());
       if (chunks[b] == 1)
         for (int i = 0; i < group; i++)
           MergePartials(partialRows[i], 1, stride, s.headDim,
@@ -883,11 +907,13 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     const int first = block * kTokenBlock;
     const int count = std::min(s.sequence, first + kTokenBlock) - first;
     const float* queryRows[kTokenBlock];
+    int starts[kTokenBlock];
     int lengths[kTokenBlock];
     for (int i = 0; i < count; i++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
       queryRows[i] = queries.data() + (token * s.heads + h) * D;
       lengths[i] = past[b] + first + i + 1;
+      starts[i] = startOf(lengths[i]);
     }
     const int chunkCount = ChunksOf(lengths[count - 1]);
     // partials[i][c]
@@ -898,16 +924,18 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     scores.resize(static_cast<size_t>(count) * kPositionChunk);
     tile.resize(static_cast<size_t>(kPositionTile) * D);
     float* partialRows[kTokenBlock];
-    for (int c = 0; c < chunkCount; c++) {
+    // The block's first token starts earliest: no chunk before its start is read.
+    for (int c = starts[0] / kPositionChunk; c < chunkCount; c++) {
       for (int i = 0; i < count; i++) partialRows[i] = partialStore.data() + (static_cast<size_t>(i) * chunkCount + c) * stride;
-      AttendChunk(queryRows, lengths, count, c * kPositionChunk, std::min(lengths[count - 1], (c + 1) * kPositionChunk),
-                  keyCache + cacheRow, valueCache + cacheRow, s.headDim, s.scale, avx, scores.data(), partialRows,
-                  tile.data());
+      AttendChunk(queryRows, starts, lengths, count, c * kPositionChunk,
+                  std::min(lengths[count - 1], (c + 1) * kPositionChunk), keyCache + cacheRow, valueCache + cacheRow,
+                  s.headDim, s.scale, avx, scores.data(), partialRows, tile.data());
     }
     for (int i = 0; i < count; i++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
-      MergePartials(partialStore.data() + static_cast<size_t>(i) * chunkCount * stride, ChunksOf(lengths[i]), stride,
-                    s.headDim, out + (token * s.heads + h) * D);
+      const int firstChunk = starts[i] / kPositionChunk;
+      MergePartials(partialStore.data() + (static_cast<size_t>(i) * chunkCount + firstChunk) * stride,
+                    ChunksOf(lengths[i]) - firstChunk, stride, s.headDim, out + (token * s.heads + h) * D);
     }
   });
   return nullptr;

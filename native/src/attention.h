@@ -23,6 +23,10 @@ struct AttentionShape {
   // Rows of the cos/sin caches (the largest position they rotate).
   int64_t rotaryPositions = 0;
   float scale = 0;
+  // Sliding window: a token sees only the `window` positions ending at its own (its own included,
+  // llama.cpp's n_swa; GroupQueryAttention's local_window_size) and no earlier position is read.
+  // 0: every position.
+  int window = 0;
 };
 
 // How the cache holds a cached position's headDim values: floats; IEEE binary16; or headDim

@@ -162,6 +162,8 @@ struct AttentionKernel {
   int heads = 0;
   int kvHeads = 0;
   float scale = 0;
+  // Positions a token sees, its own included (local_window_size); 0: all.
+  int window = 0;
   ortserve::CacheElement element = ortserve::CacheElement::kFloat;
 };
 
@@ -224,9 +226,20 @@ OrtStatus* ORT_API_CALL AttentionCreate(const OrtCustomOp* op, const OrtApi* api
     api->ReleaseStatus(noScale);
     scale = 0;
   }
+  // local_window_size is optional too (GroupQueryAttention's -1: no sliding window).
+  int64_t localWindow = -1;
+  if (OrtStatus* noWindow = api->KernelInfoGetAttribute_int64(info, "local_window_size", &localWindow)) {
+    api->ReleaseStatus(noWindow);
+    localWindow = -1;
+  }
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
     return api->CreateStatus(ORT_RUNTIME_EXCEPTION, "CachedAttention: num_heads must be a positive multiple of kv_num_heads");
+  if (localWindow >= INT32_MAX)
+    return api->CreateStatus(ORT_RUNTIME_EXCEPTION, "CachedAttention: local_window_size is too large");
   auto* kernel = new AttentionKernel();
+  // ONNX Runtime's GroupQueryAttention (1.30) lets a token see local_window_size positions, its
+  // own included; 0 or less: no window.
+  kernel->window = localWindow > 0 ? static_cast<int>(localWindow) : 0;
   kernel->heads = static_cast<int>(heads);
   kernel->kvHeads = static_cast<int>(kvHeads);
   kernel->scale = scale;
@@ -307,6 +320,7 @@ std::string ComputeAttention(const AttentionKernel& kernel, OrtKernelContext* co
   shape.capacity = static_cast<int>(pastKey.dims[2]);
   shape.rotaryPositions = in[4].dims[0];
   shape.scale = kernel.scale != 0 ? kernel.scale : 1.0f / std::sqrt(static_cast<float>(shape.headDim));
+  shape.window = kernel.window;
   if (qkv.dims[2] != static_cast<int64_t>(shape.heads + 2 * shape.kvHeads) * shape.headDim ||
       pastKey.dims[0] != shape.batch || pastKey.dims[1] != shape.kvHeads || in[4].dims[1] * 2 != shape.headDim ||
       in[3].dims.size() != 1 || in[3].dims[0] != shape.batch || in[6].dims[0] != qkv.dims[0] ||

@@ -125,7 +125,7 @@ export function selectTemplate(
   const chosen = requested ?? model;
   if (chosen === undefined) {
     throw invalidRequest(
-      "This model's tokenizer defines no chat template, so the request must provide one in `chat_template`.",
+      "This model has no chat template (its tokenizer defines none and its directory has no chat_template.jinja), so it serves only /v1/completions; the operator can give it one as chat_template.jinja in the model's directory, or a request can pass `chat_template` to a server started with --trust-request-chat-template.",
       "chat_template",
     );
   }

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadChatTemplateSource } from "../../src/chat/index.ts";
+import { selectTemplate } from "../../src/chat/source.ts";
+import { ApiError } from "../../src/errors.ts";
 
 const dirs: string[] = [];
 
@@ -78,5 +80,24 @@ describe("loadChatTemplateSource", () => {
   it("falls back to special_tokens_map.json and tolerates a model without any template", () => {
     const dir = modelDir({ "special_tokens_map.json": { eos_token: { content: "<|end|>" } } });
     expect(loadChatTemplateSource(dir)).toEqual({ eosToken: "<|end|>" });
+  });
+});
+
+describe("selectTemplate", () => {
+  it("answers a chat request to a model without a template (a base model) with a 400 naming the missing template and the remedies", () => {
+    const source = loadChatTemplateSource(modelDir({ "tokenizer_config.json": { bos_token: "<bos>" } }));
+    expect(source.chatTemplate).toBeUndefined();
+    let error: unknown;
+    try {
+      selectTemplate(source.chatTemplate, undefined, false);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(400);
+    expect((error as ApiError).message).toMatch(/no chat template.*\/v1\/completions.*chat_template\.jinja/);
+    // The operator's file in the model directory is the template from then on.
+    const withFile = loadChatTemplateSource(modelDir({ "chat_template.jinja": "T" }));
+    expect(selectTemplate(withFile.chatTemplate, undefined, false)).toBe("T");
   });
 });

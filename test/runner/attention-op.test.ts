@@ -3,7 +3,8 @@
  * GroupQueryAttention on a graph that holds nothing else, at SmolLM2's head shape (9 query heads
  * over 3 KV heads of 64) and contexts of many 64-position tiles: ragged decode steps spread over
  * the threads, prefill chunks after cached positions, and a step too small to leave the calling
- * thread; with a float32, a float16 and an 8-bit cache.
+ * thread; with a float32, a float16 and an 8-bit cache; and with a sliding window (gemma3's local
+ * layers) that starts inside a tile and a chunk.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,8 +30,9 @@ function halfRounded(x: Float32Array): Float32Array {
   return Float32Array.from(new Float16Array(x));
 }
 
-function writeGraph(dir: string): string {
-  const external = new ExternalDataFile(join(dir, "attention.onnx_data"));
+/** `localWindow`: GroupQueryAttention's local_window_size (positions a token sees, its own included). */
+function writeGraph(dir: string, localWindow = -1): string {
+  const external = new ExternalDataFile(join(dir, `attention${localWindow}.onnx_data`));
   const g = new GraphBuilder(external);
   const query = g.input("query", F, ["batch", "sequence", PACKED]);
   const cacheShape = ["batch", KV_HEADS, CAPACITY, HEAD_DIM];
@@ -57,7 +59,7 @@ function writeGraph(dir: string): string {
       scale: { float: 1 / Math.sqrt(HEAD_DIM) },
       do_rotary: 1,
       rotary_interleaved: 0,
-      local_window_size: -1,
+      local_window_size: localWindow,
     },
     "com.microsoft",
   );
@@ -65,7 +67,7 @@ function writeGraph(dir: string): string {
   g.output("present.0.key", F, cacheShape);
   g.output("present.0.value", F, cacheShape);
   external.close();
-  const path = join(dir, "attention.onnx");
+  const path = join(dir, `attention${localWindow}.onnx`);
   writeFileSync(path, g.encode({ producerVersion: "test" }));
   return path;
 }
@@ -354,6 +356,85 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       const last = floats(f.query!).slice(599 * PACKED);
       const decode = await session().run({
         query: new Tensor("float32", last, [1, 1, PACKED]),
+        "past_key_values.0.key": prefill["present.0.key"]!,
+        "past_key_values.0.value": prefill["present.0.value"]!,
+        seqlens_k: new Tensor("int32", Int32Array.of(899), [1]),
+        total_sequence_length: new Tensor("int32", Int32Array.of(900), []),
+        position_ids: new Tensor("int64", BigInt64Array.of(899n), [1, 1]),
+      });
+      const want = floats(prefill.attn!).slice(599 * HEADS * HEAD_DIM);
+      expect(Buffer.from(floats(decode.attn!).buffer).equals(Buffer.from(want.buffer))).toBe(true);
+    });
+});
+
+describe.skipIf(!nativeSessions)("ortserve attention operator with a sliding window", () => {
+  // 300 positions: a token at 1,000 sees [701, 1001), starting inside a tile and a chunk.
+  const LOCAL_WINDOW = 300;
+  let dir: string;
+  let exact: InferenceSession;
+  let full: NativeDecoderSession;
+  const sessions: Record<string, NativeDecoderSession> = {};
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "ortserve-attention-window-"));
+    const path = writeGraph(dir, LOCAL_WINDOW);
+    exact = await InferenceSession.create(path, { intraOpNumThreads: 2 });
+    const options = { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true } as const;
+    for (const dtype of ["float32", "float16", "int8"] as const)
+      sessions[dtype] = nativeSessions!.create(path, { ...options, kvCacheDtype: dtype });
+    full = nativeSessions!.create(writeGraph(dir), options);
+  });
+  afterAll(async () => {
+    await exact?.release();
+    for (const s of Object.values(sessions)) await s.release();
+    await full?.release();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const steps: [string, number[], number][] = [
+    ["ragged decode steps, some rows shorter than the window", [1000, 300, 5, 299], 1],
+    ["a prefill chunk after 700 cached positions", [700], 40],
+    ["a long prefill chunk", [300], 600],
+  ];
+  for (const [name, past, sequence] of steps)
+    it(`matches GroupQueryAttention's local_window_size: ${name}`, async () => {
+      const f = feeds(past, sequence, past.length * 17 + sequence, false);
+      const want = await exact.run(f);
+      const got = await sessions.float32!.run(f);
+      expect(relativeGap(floats(want.attn!), floats(got.attn!))).toBeLessThan(1e-5);
+      // The window matters: every position attended gives another result.
+      const all = await full.run(f);
+      expect(relativeGap(floats(all.attn!), floats(got.attn!))).toBeGreaterThan(1e-2);
+      const gotHalf = await sessions.float16!.run(asHalfCache(f));
+      expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
+      const int8 = asInt8Cache(f);
+      const wantInt8 = await exact.run(int8.exact);
+      const gotInt8 = await sessions.int8!.run(int8.ours);
+      expect(relativeGap(floats(wantInt8.attn!), floats(gotInt8.attn!))).toBeLessThan(5e-3);
+    });
+
+  it("reads no position before a token's window", async () => {
+    // Positions outside every window poisoned with NaN: the result stays finite and the same.
+    const f = feeds([1000], 1, 3, false);
+    const want = floats((await sessions.float32!.run(f)).attn!);
+    const poisoned = { ...f };
+    for (const name of ["past_key_values.0.key", "past_key_values.0.value"]) {
+      const x = Float32Array.from(floats(f[name]!));
+      for (let h = 0; h < KV_HEADS; h++)
+        x.fill(Number.NaN, h * CAPACITY * HEAD_DIM, (h * CAPACITY + 701) * HEAD_DIM);
+      poisoned[name] = new Tensor("float32", x, f[name]!.dims);
+    }
+    const got = floats((await sessions.float32!.run(poisoned)).attn!);
+    expect(Buffer.from(got.buffer).equals(Buffer.from(want.buffer))).toBe(true);
+  });
+
+  for (const dtype of ["float32", "float16", "int8"])
+    it(`gives a token the same floats as the last of a prefill chunk and as a decode step (${dtype} cache)`, async () => {
+      const f0 = feeds([300], 600, 5, false);
+      const f = dtype === "float16" ? asHalfCache(f0) : dtype === "int8" ? asInt8Cache(f0).ours : f0;
+      const session = sessions[dtype]!;
+      const prefill = await session.run(f);
+      const decode = await session.run({
+        query: new Tensor("float32", floats(f.query!).slice(599 * PACKED), [1, 1, PACKED]),
         "past_key_values.0.key": prefill["present.0.key"]!,
         "past_key_values.0.value": prefill["present.0.value"]!,
         seqlens_k: new Tensor("int32", Int32Array.of(899), [1]),

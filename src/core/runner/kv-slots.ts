@@ -16,6 +16,10 @@
  *
  * Either way memory is given back once far more is held than the live rows use, for a while.
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
+ *
+ * Debt: a sliding-window layer (gemma3's five local layers of six) holds every position like a
+ * global one, though its attention reads only the window's; correct, prefix cache included, but a
+ * ring of the window's positions would take ~5/6 of a long context's cache memory back.
  */
 import { type InferenceSession, Tensor } from "onnxruntime-node";
 import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";

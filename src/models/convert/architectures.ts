@@ -16,6 +16,12 @@ export interface ArchitectureSpec {
   qkvBias: boolean;
   /** Per-head RMSNorm on Q and K before RoPE (qwen3, gemma3). */
   qkNorm: boolean;
+  /**
+   * Gemma's block (llama.cpp's gemma3 graph): token embeddings scaled by sqrt(hidden), an RMSNorm
+   * after attention and after the MLP as well as before each (sandwich norms), GeGLU with tanh
+   * GELU instead of SwiGLU, and sliding-window attention on the layers `localLayers` names.
+   */
+  gemma: boolean;
 }
 
 export const ARCHITECTURES: Record<string, ArchitectureSpec> = {
@@ -26,6 +32,7 @@ export const ARCHITECTURES: Record<string, ArchitectureSpec> = {
     unpermuteQk: true,
     qkvBias: false,
     qkNorm: false,
+    gemma: false,
   },
   // llama.cpp keeps qwen2 and qwen3 Q/K rows in Hugging Face order and rotates halves (NEOX).
   qwen2: {
@@ -35,6 +42,7 @@ export const ARCHITECTURES: Record<string, ArchitectureSpec> = {
     unpermuteQk: false,
     qkvBias: true,
     qkNorm: false,
+    gemma: false,
   },
   qwen3: {
     gguf: "qwen3",
@@ -43,6 +51,16 @@ export const ARCHITECTURES: Record<string, ArchitectureSpec> = {
     unpermuteQk: false,
     qkvBias: false,
     qkNorm: true,
+    gemma: false,
+  },
+  gemma3: {
+    gguf: "gemma3",
+    modelType: "gemma3_text",
+    hfArchitecture: "Gemma3ForCausalLM",
+    unpermuteQk: false,
+    qkvBias: false,
+    qkNorm: true,
+    gemma: true,
   },
 };
 
@@ -63,6 +81,16 @@ export interface Hyperparameters {
    */
   ropeFreqFactors?: Float32Array;
   rmsEps: number;
+  /** Multiplies Q.K (llama.cpp scales Q by it; 1 / sqrt(head_dim) but for Gemma 3 27B). */
+  attentionScale: number;
+  /**
+   * Sliding-window attention: on the layers marked in `local`, a token sees the `window` positions
+   * ending at its own (llama.cpp's n_swa), rotated with base `ropeTheta`; the other layers see
+   * every position and rotate with the model's base.
+   */
+  slidingWindow?: { window: number; local: boolean[]; ropeTheta: number };
+  /** logits = cap tanh(logits / cap) when set (llama.cpp's final_logit_softcapping). */
+  finalLogitSoftcap?: number;
 }
 
 /** The GGUF tensor holding RoPE frequency divisors (Llama 3.x rope_scaling). */
@@ -108,9 +136,11 @@ export function readHyperparameters(
     throw new Error(`unsupported rope scaling ${JSON.stringify(scaling)} (${p}.rope.scaling.type)`);
   if (ropeFreqFactors && ropeFreqFactors.length !== headDim / 2)
     throw new Error(`${GGUF_ROPE_FREQS} has ${ropeFreqFactors.length} values, expected ${headDim / 2}`);
+  const layers = num(metadata, `${p}.block_count`);
+  const gemma = arch.gemma ? gemmaHyperparameters(metadata, p, { layers, hidden, heads, headDim }) : {};
   return {
     arch,
-    layers: num(metadata, `${p}.block_count`),
+    layers,
     hidden,
     ffn: num(metadata, `${p}.feed_forward_length`),
     heads,
@@ -121,6 +151,43 @@ export function readHyperparameters(
     ropeTheta: num(metadata, `${p}.rope.freq_base`, 10000),
     ropeFreqFactors,
     rmsEps: num(metadata, `${p}.attention.layer_norm_rms_epsilon`),
+    attentionScale: 1 / Math.sqrt(headDim),
+    ...gemma,
+  };
+}
+
+/**
+ * Gemma 3's attention settings as llama.cpp's gemma3 loader sets them (src/models/gemma3.cpp,
+ * llama-hparams.cpp): a sliding window only when the file names one, on every layer but the last
+ * of each period of `sliding_window_pattern` (6 unless the file says otherwise, or a per-layer
+ * array), local layers rotated with `rope.freq_base_swa` (10,000 unless set); the attention scale
+ * 1 / sqrt(head_dim) except for the 62-layer 27B model, 1 / sqrt(hidden / heads).
+ */
+function gemmaHyperparameters(
+  metadata: Map<string, GgufValue>,
+  p: string,
+  shape: { layers: number; hidden: number; heads: number; headDim: number },
+): Pick<Hyperparameters, "attentionScale" | "slidingWindow" | "finalLogitSoftcap"> {
+  const window = num(metadata, `${p}.attention.sliding_window`, 0);
+  const pattern = metadata.get(`${p}.attention.sliding_window_pattern`);
+  let local: boolean[] | undefined;
+  if (window > 0) {
+    if (Array.isArray(pattern)) {
+      if (pattern.length < shape.layers)
+        throw new Error(
+          `${p}.attention.sliding_window_pattern has ${pattern.length} entries, expected ${shape.layers}`,
+        );
+      local = pattern.slice(0, shape.layers).map((v) => Boolean(v));
+    } else {
+      const period = num(metadata, `${p}.attention.sliding_window_pattern`, 6);
+      local = Array.from({ length: shape.layers }, (_, l) => period === 0 || l % period < period - 1);
+    }
+  }
+  const softcap = num(metadata, `${p}.final_logit_softcapping`, 0);
+  return {
+    attentionScale: 1 / Math.sqrt(shape.layers === 62 ? shape.hidden / shape.heads : shape.headDim),
+    slidingWindow: local && { window, local, ropeTheta: num(metadata, `${p}.rope.freq_base_swa`, 10000) },
+    finalLogitSoftcap: softcap > 0 ? softcap : undefined,
   };
 }
 
@@ -169,6 +236,21 @@ function hfRopeFreqFactors(config: Record<string, unknown>, headDim: number, the
   });
 }
 
+/**
+ * A RoPE base from newer configs' `rope_parameters`: `{rope_theta}`, or per attention kind
+ * (`{full_attention: {rope_theta}, sliding_attention: {rope_theta}}`).
+ */
+function ropeParameter(config: Record<string, unknown>, kind: "full_attention" | "sliding_attention") {
+  const params = config.rope_parameters as Record<string, unknown> | null | undefined;
+  if (typeof params !== "object" || params === null) return undefined;
+  const own = params[kind] as Record<string, unknown> | undefined;
+  // A flat `{rope_theta}` is the full-attention base only.
+  const source =
+    typeof own === "object" && own !== null ? own : kind === "full_attention" ? params : undefined;
+  const theta = source?.rope_theta;
+  return typeof theta === "number" ? theta : undefined;
+}
+
 /** Hyperparameters from a Hugging Face config.json (a training run's), by its model_type. */
 export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hyperparameters {
   const arch = Object.values(ARCHITECTURES).find((a) => a.modelType === config.model_type);
@@ -186,7 +268,7 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
   const hidden = get("hidden_size");
   const heads = get("num_attention_heads");
   const headDim = get("head_dim", hidden / heads);
-  const ropeTheta = get("rope_theta", 10000);
+  const ropeTheta = get("rope_theta", ropeParameter(config, "full_attention") ?? 10000);
   return {
     arch,
     layers: get("num_hidden_layers"),
@@ -200,5 +282,44 @@ export function hyperparametersFromHfConfig(config: Record<string, unknown>): Hy
     ropeTheta,
     ropeFreqFactors: hfRopeFreqFactors(config, headDim, ropeTheta),
     rmsEps: get("rms_norm_eps"),
+    attentionScale: 1 / Math.sqrt(headDim),
+    ...(arch.gemma ? gemmaFromHfConfig(config, get, headDim) : {}),
+  };
+}
+
+/**
+ * Gemma 3's attention settings from its config.json (Gemma3TextConfig): the layers' kinds from
+ * `layer_types` (else every `sliding_window_pattern`-th layer global, 6 by default), the local
+ * base `rope_local_base_freq`, the scale query_pre_attn_scalar^-0.5, final_logit_softcapping.
+ */
+function gemmaFromHfConfig(
+  config: Record<string, unknown>,
+  get: (key: string, fallback?: number) => number,
+  headDim: number,
+): Pick<Hyperparameters, "attentionScale" | "slidingWindow" | "finalLogitSoftcap"> {
+  const layers = get("num_hidden_layers");
+  const window = typeof config.sliding_window === "number" ? config.sliding_window : 0;
+  const types = config.layer_types;
+  let local: boolean[];
+  if (Array.isArray(types)) {
+    if (types.length !== layers)
+      throw new Error(`config.json layer_types has ${types.length} entries, expected ${layers}`);
+    local = types.map((t) => t === "sliding_attention");
+  } else {
+    const period = get("sliding_window_pattern", 6);
+    local = Array.from({ length: layers }, (_, l) => (l + 1) % period !== 0);
+  }
+  const softcap = config.final_logit_softcapping;
+  return {
+    attentionScale: 1 / Math.sqrt(get("query_pre_attn_scalar", headDim)),
+    slidingWindow:
+      window > 0 && local.some(Boolean)
+        ? {
+            window,
+            local,
+            ropeTheta: get("rope_local_base_freq", ropeParameter(config, "sliding_attention") ?? 10000),
+          }
+        : undefined,
+    finalLogitSoftcap: typeof softcap === "number" && softcap > 0 ? softcap : undefined,
   };
 }

@@ -43,6 +43,8 @@ export interface WeightProvider {
   gateUp(layer: number): LinearWeight;
   down(layer: number): LinearWeight;
   norm(name: "attn" | "ffn", layer: number): Float32Array;
+  /** The norms after attention and after the MLP, for architectures with sandwich norms (gemma3). */
+  postNorm(name: "attn" | "ffn", layer: number): Float32Array;
   outputNorm(): Float32Array;
 }
 
@@ -76,6 +78,43 @@ function transpose(values: Float32Array, rows: number, cols: number): Float32Arr
   const out = new Float32Array(values.length);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = values[r * cols + c]!;
   return out;
+}
+
+/**
+ * GELU (tanh form) as llama.cpp's CPU backend computes it for GeGLU: the input rounded to
+ * binary16, looked up in a table of gelu(x) rounded to binary16 (ggml_vec_geglu_f32 with
+ * GGML_GELU_FP16), the input itself at 10 and above, 0 at -10 and below. The table's entries are
+ * computed here in the graph with ggml_gelu_f32's operation order: 0.5x(1 + tanh(sqrt(2/pi) x
+ * (1 + 0.044715 x x))), so every entry is ggml's (test/convert/gelu-table.test.ts). The exact
+ * GELU differs from this by binary16 rounding (~5e-4 relative).
+ * Debt: ~20 nodes a layer where SwiGLU is one fused epilogue; a native GeGLU epilogue would take them.
+ */
+export function tanhGeluFp16Table(g: GraphBuilder, prefix: string, x: string): string {
+  const F16 = OnnxDataType.FLOAT16;
+  const c = (v: number) => g.scalar(Math.fround(v), F);
+  const viaHalf = (v: string, name: string) =>
+    g.op("Cast", [g.op("Cast", [v], `${name}_f16`, { to: F16 })], name, { to: F });
+  // From -10 down the table's entry is gelu(-10), 0 in float (tanh saturates): clamping there
+  // also keeps inputs beyond binary16's range from becoming infinities and NaN.
+  const xh = viaHalf(g.op("Max", [x, c(-10)], `${prefix}.gelu_clamped`), `${prefix}.gelu_in`);
+  const mul = (a: string, b: string, name: string) => g.op("Mul", [a, b], `${prefix}.gelu_${name}`);
+  const add1 = (a: string, name: string) => g.op("Add", [a, c(1)], `${prefix}.gelu_${name}`);
+  const cubic = add1(mul(mul(xh, c(0.044715), "ax"), xh, "axx"), "inner");
+  // tanh in double, rounded once to float: the C library's tanhf to its last bit, where ONNX
+  // Runtime's float Tanh is off by a few and 1 + tanh cancels them up into binary16 steps.
+  const arg = g.op(
+    "Cast",
+    [mul(mul(xh, c(0.7978845608028654), "sx"), cubic, "arg")],
+    `${prefix}.gelu_arg_f64`,
+    {
+      to: OnnxDataType.DOUBLE,
+    },
+  );
+  const t = g.op("Cast", [g.op("Tanh", [arg], `${prefix}.gelu_tanh_f64`)], `${prefix}.gelu_tanh`, { to: F });
+  const gelu = mul(mul(xh, c(0.5), "half"), add1(t, "one_plus"), "value");
+  const table = viaHalf(gelu, `${prefix}.gelu_table`);
+  const below = g.op("Less", [x, c(10)], `${prefix}.gelu_below`);
+  return g.op("Where", [below, table, x], `${prefix}.gelu`);
 }
 
 class DecoderGraphEmitter {
@@ -208,9 +247,17 @@ class DecoderGraphEmitter {
       "total_seq_len",
       { to: OnnxDataType.INT32 },
     );
-    const [cos, sin] = ropeCaches(hp.contextLength, hp.headDim, hp.ropeTheta, hp.ropeFreqFactors);
-    const cosCache = g.initializer("rope.cos_cache", F, [hp.contextLength, hp.headDim / 2], cos);
-    const sinCache = g.initializer("rope.sin_cache", F, [hp.contextLength, hp.headDim / 2], sin);
+    const rotary = (prefix: string, theta: number) => {
+      const [cos, sin] = ropeCaches(hp.contextLength, hp.headDim, theta, hp.ropeFreqFactors);
+      return {
+        cos: g.initializer(`${prefix}.cos_cache`, F, [hp.contextLength, hp.headDim / 2], cos),
+        sin: g.initializer(`${prefix}.sin_cache`, F, [hp.contextLength, hp.headDim / 2], sin),
+      };
+    };
+    const globalRotary = rotary("rope", hp.ropeTheta);
+    // Sliding-window layers rotate with their own base (gemma3's 10,000 beside a global 1,000,000).
+    const window = hp.slidingWindow;
+    const localRotary = window && rotary("rope.local", window.ropeTheta);
 
     const embedding = weights.embedding();
     const lmHeadWeight = weights.lmHead();
@@ -220,6 +267,9 @@ class DecoderGraphEmitter {
       embedApply = this.linear("embed_tokens", embedding);
     }
     let residual = this.embed(embedding, ids);
+    // Gemma scales the embeddings by sqrt(hidden) (llama.cpp: in float32, sqrtf(n_embd)).
+    if (hp.arch.gemma)
+      residual = g.op("Mul", [residual, g.scalar(Math.fround(Math.sqrt(hp.hidden)), F)], "embeds_scaled");
     let normed = g.op(
       "SimplifiedLayerNormalization",
       [residual, g.initializer("layers.0.attn_norm", F, [hp.hidden], weights.norm("attn", 0))],
@@ -240,6 +290,8 @@ class DecoderGraphEmitter {
       );
       // GroupQueryAttention rotates Q and K itself, at the positions fed in position_ids (input 9), so
       // chunked prefills and ragged batched rows rotate exactly as a separate RotaryEmbedding would.
+      const local = window?.local[l] === true;
+      const { cos: cosCache, sin: sinCache } = local ? localRotary! : globalRotary;
       const [attn] = g.node(
         "GroupQueryAttention",
         [
@@ -258,16 +310,23 @@ class DecoderGraphEmitter {
         {
           num_heads: hp.heads,
           kv_num_heads: hp.kvHeads,
-          scale: { float: 1 / Math.sqrt(hp.headDim) },
+          scale: { float: hp.attentionScale },
           do_rotary: 1,
           rotary_interleaved: 0,
-          local_window_size: -1,
+          // ONNX Runtime's window, like llama.cpp's n_swa, counts the token's own position.
+          local_window_size: local ? window!.window : -1,
         },
         MS,
       );
       g.output(`present.${l}.key`, F, presentShape);
       g.output(`present.${l}.value`, F, presentShape);
-      const attnOut = this.linear(`${p}.o_proj`, weights.attnOutput(l))(attn!);
+      const attnOut = this.postNormed(
+        `${p}.attn_post`,
+        this.linear(`${p}.o_proj`, weights.attnOutput(l))(attn!),
+        weights,
+        "attn",
+        l,
+      );
 
       const [ffnNormed, , , afterAttn] = g.node(
         "SkipSimplifiedLayerNormalization",
@@ -281,8 +340,16 @@ class DecoderGraphEmitter {
       const [gate, up] = g.node("Split", [gateUp, g.int64s([hp.ffn, hp.ffn])], [`${p}.gate`, `${p}.up`], {
         axis: -1,
       });
-      const silu = g.op("Mul", [gate!, g.op("Sigmoid", [gate!], `${p}.gate_sigmoid`)], `${p}.silu`);
-      const down = this.linear(`${p}.down_proj`, weights.down(l))(g.op("Mul", [silu, up!], `${p}.act`));
+      const activated = hp.arch.gemma
+        ? tanhGeluFp16Table(g, p, gate!)
+        : g.op("Mul", [gate!, g.op("Sigmoid", [gate!], `${p}.gate_sigmoid`)], `${p}.silu`);
+      const down = this.postNormed(
+        `${p}.ffn_post`,
+        this.linear(`${p}.down_proj`, weights.down(l))(g.op("Mul", [activated, up!], `${p}.act`)),
+        weights,
+        "ffn",
+        l,
+      );
 
       const last = l === hp.layers - 1;
       const nextNorm = last ? weights.outputNorm() : weights.norm("attn", l + 1);
@@ -312,8 +379,39 @@ class DecoderGraphEmitter {
       "kept_hidden",
     );
     const head = lmHeadWeight ? this.linear("lm_head", lmHeadWeight) : (embedApply ?? this.tiedFloatHead());
-    g.node("Identity", [head(kept)], ["logits"]);
+    g.node("Identity", [this.softcapped(head(kept))], ["logits"]);
     g.output("logits", F, ["batch_size", "logits_length", hp.vocab]);
+  }
+
+  /** An RMSNorm after a sublayer, for architectures with sandwich norms; else the value as it is. */
+  private postNormed(
+    prefix: string,
+    x: string,
+    weights: WeightProvider,
+    which: "attn" | "ffn",
+    layer: number,
+  ): string {
+    const { g, hp } = this;
+    if (!hp.arch.gemma) return x;
+    return g.op(
+      "SimplifiedLayerNormalization",
+      [x, g.initializer(`${prefix}_norm`, F, [hp.hidden], weights.postNorm(which, layer))],
+      `${prefix}_normed`,
+      { axis: -1, epsilon: { float: hp.rmsEps }, stash_type: 1 },
+    );
+  }
+
+  /** cap tanh(logits / cap), when the model caps its logits. */
+  private softcapped(logits: string): string {
+    const { g, hp } = this;
+    const cap = hp.finalLogitSoftcap;
+    if (!cap) return logits;
+    const t = g.op(
+      "Tanh",
+      [g.op("Mul", [logits, g.scalar(Math.fround(1 / cap), F)], "logits_scaled")],
+      "logits_tanh",
+    );
+    return g.op("Mul", [t, g.scalar(cap, F)], "logits_capped");
   }
 
   private qkvBiased(prefix: string, qkv: string, bias: Float32Array | undefined): string {

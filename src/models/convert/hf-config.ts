@@ -29,7 +29,10 @@ export function buildModelConfig(
     max_position_embeddings: hp.contextLength,
     rms_norm_eps: hp.rmsEps,
     rope_theta: hp.ropeTheta,
-    hidden_act: "silu",
+    // Debt: Llama 3's rope_scaling is not written (the GGUF holds only its frequency factors), so a
+    // checkpoint imported against such a model without a config.json of its own loses it.
+    hidden_act: hp.arch.gemma ? "gelu_pytorch_tanh" : "silu",
+    ...(hp.arch.gemma && gemmaConfig(hp)),
     tie_word_embeddings: tied,
     bos_token_id: ids.bosId ?? null,
     eos_token_id: ids.eosIds.length === 1 ? ids.eosIds[0] : ids.eosIds,
@@ -40,6 +43,23 @@ export function buildModelConfig(
       use_external_data_format: true,
       dtype: formats.includes("q4") ? "q4" : "fp32",
     },
+  };
+}
+
+/**
+ * Gemma 3's attention settings as its config.json names them, so a checkpoint imported against
+ * this model without a config of its own (convert-safetensors.ts) gets the same graph.
+ */
+function gemmaConfig(hp: Hyperparameters): Record<string, unknown> {
+  const window = hp.slidingWindow;
+  return {
+    query_pre_attn_scalar: Math.round(1 / hp.attentionScale ** 2),
+    sliding_window: window?.window ?? null,
+    layer_types: Array.from({ length: hp.layers }, (_, l) =>
+      window?.local[l] ? "sliding_attention" : "full_attention",
+    ),
+    rope_local_base_freq: window?.ropeTheta ?? hp.ropeTheta,
+    final_logit_softcapping: hp.finalLogitSoftcap ?? null,
   };
 }
 

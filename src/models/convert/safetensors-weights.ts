@@ -1,6 +1,6 @@
 /**
  * Weights out of Hugging Face safetensors (a training run's checkpoint): the transformers tensor
- * names, which the llama, qwen2 and qwen3 rows share, float weights (F32/F16/BF16) quantized here
+ * names, which the llama, qwen2 and qwen3 rows share (gemma3 renames its norms), float weights (F32/F16/BF16) quantized here
  * for format q4 (Q4_1 blocks for the projections, like the default model's, mapped exactly onto
  * MatMulNBits). Q/K rows are already in half-rotation order.
  */
@@ -35,6 +35,17 @@ export const HF_LLAMA_TENSOR_NAMES: TensorNames = {
   vBias: (l) => `model.layers.${l}.self_attn.v_proj.bias`,
   qNorm: (l) => `model.layers.${l}.self_attn.q_norm.weight`,
   kNorm: (l) => `model.layers.${l}.self_attn.k_norm.weight`,
+};
+
+/**
+ * Gemma 3's names: the norm after attention is its `post_attention_layernorm` (llama's name for
+ * the norm before the MLP, which Gemma calls `pre_feedforward_layernorm`).
+ */
+export const HF_GEMMA3_TENSOR_NAMES: TensorNames = {
+  ...HF_LLAMA_TENSOR_NAMES,
+  ffnNorm: (l) => `model.layers.${l}.pre_feedforward_layernorm.weight`,
+  attnPostNorm: (l) => `model.layers.${l}.post_attention_layernorm.weight`,
+  ffnPostNorm: (l) => `model.layers.${l}.post_feedforward_layernorm.weight`,
 };
 
 class SafetensorsSource implements TensorSource {
@@ -82,5 +93,8 @@ export function safetensorsWeightProvider(
   tied: boolean,
   format: WeightFormat,
 ): TableWeightProvider {
-  return new TableWeightProvider(new SafetensorsSource(set, tied), HF_LLAMA_TENSOR_NAMES, hp, format);
+  // Gemma's RMSNorm multiplies by (1 + weight) in float32; GGUF files store the sum, as the graph reads it.
+  return hp.arch.gemma
+    ? new TableWeightProvider(new SafetensorsSource(set, tied), HF_GEMMA3_TENSOR_NAMES, hp, format, 1)
+    : new TableWeightProvider(new SafetensorsSource(set, tied), HF_LLAMA_TENSOR_NAMES, hp, format);
 }

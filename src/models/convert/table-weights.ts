@@ -42,6 +42,9 @@ export interface TensorNames {
   down(layer: number): string;
   attnNorm(layer: number): string;
   ffnNorm(layer: number): string;
+  /** The RMSNorms after attention and after the MLP (gemma3's sandwich norms), where the scheme has them. */
+  attnPostNorm?(layer: number): string;
+  ffnPostNorm?(layer: number): string;
   /** Q/K/V biases (qwen2). */
   qBias(layer: number): string;
   kBias(layer: number): string;
@@ -58,14 +61,18 @@ export class TableWeightProvider implements WeightProvider {
   private readonly heads: number;
   private readonly kvHeads: number;
   private readonly arch: ArchitectureSpec;
+  private readonly normOffset: number;
 
+  /** `normOffset`: added to every RMSNorm weight (1 for Gemma checkpoints, which store weight - 1). */
   constructor(
     source: TensorSource,
     names: TensorNames,
     hp: { heads: number; kvHeads: number; arch: ArchitectureSpec },
     format: WeightFormat,
+    normOffset = 0,
   ) {
     this.source = source;
+    this.normOffset = normOffset;
     this.names = names;
     this.format = format;
     this.heads = hp.heads;
@@ -145,7 +152,12 @@ export class TableWeightProvider implements WeightProvider {
 
   qkNorm(layer: number): { q: Float32Array; k: Float32Array } | undefined {
     if (!this.arch.qkNorm) return undefined;
-    return { q: this.source.vector(this.names.qNorm(layer)), k: this.source.vector(this.names.kNorm(layer)) };
+    return { q: this.normWeight(this.names.qNorm(layer)), k: this.normWeight(this.names.kNorm(layer)) };
+  }
+
+  private normWeight(name: string): Float32Array {
+    const w = this.source.vector(name);
+    return this.normOffset === 0 ? w : w.map((x) => x + this.normOffset);
   }
 
   attnOutput(layer: number): LinearWeight {
@@ -161,10 +173,16 @@ export class TableWeightProvider implements WeightProvider {
   }
 
   norm(which: "attn" | "ffn", layer: number): Float32Array {
-    return this.source.vector(which === "attn" ? this.names.attnNorm(layer) : this.names.ffnNorm(layer));
+    return this.normWeight(which === "attn" ? this.names.attnNorm(layer) : this.names.ffnNorm(layer));
+  }
+
+  postNorm(which: "attn" | "ffn", layer: number): Float32Array {
+    const name = which === "attn" ? this.names.attnPostNorm : this.names.ffnPostNorm;
+    if (!name) throw new Error("these weights' tensor names have no post-attention or post-MLP norms");
+    return this.normWeight(name(layer));
   }
 
   outputNorm(): Float32Array {
-    return this.source.vector(this.names.outputNorm);
+    return this.normWeight(this.names.outputNorm);
   }
 }

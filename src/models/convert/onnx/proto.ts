@@ -12,6 +12,7 @@ export const OnnxDataType = {
   INT32: 6,
   INT64: 7,
   FLOAT16: 10,
+  DOUBLE: 11,
 } as const;
 export type OnnxDataTypeId = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 
