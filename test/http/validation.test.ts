@@ -667,7 +667,7 @@ const cases: FieldCase[] = [
     ],
     bad: [
       { value: { max_pattern_size: 2, min_count: 1 }, param: "repetition_detection.min_count" },
-      { value: { max_pattern_size: -1 } },
+      { value: { max_pattern_size: -1 }, param: "repetition_detection.max_pattern_size" },
       { value: { foo: 1 }, param: "repetition_detection.foo" },
     ],
   },
