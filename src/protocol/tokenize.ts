@@ -8,6 +8,7 @@ import { toolSchema } from "./request-fields.ts";
 import {
   array,
   boolean,
+  documented,
   type Infer,
   integer,
   isPlainObject,
@@ -47,8 +48,13 @@ const chatFields = {
   chat_template: optional(string(), nullable),
   chat_template_kwargs: optional(jsonObject(), nullable),
 };
-// Its rules across fields are the chat request's (continue_final_message, tools), checked there.
-const chatForm = object(chatFields, { description: "Chat messages." });
+// Its rules across fields are the chat request's (checked there); JSON Schema states this one.
+const chatForm = documented(object(chatFields, { description: "Chat messages." }), {
+  anyOf: [
+    { properties: { continue_final_message: { const: false } } },
+    { properties: { add_generation_prompt: { const: false } }, required: ["add_generation_prompt"] },
+  ],
+});
 
 export type TokenizeRequest =
   | { kind: "prompt"; model: string; prompt: string; addSpecialTokens: boolean }
@@ -100,3 +106,22 @@ export type DetokenizeRequest = Infer<typeof detokenizeRequestSchema>;
 export function parseDetokenizeRequest(body: unknown): DetokenizeRequest {
   return detokenizeRequestSchema.parse(body, "");
 }
+
+export const tokenizeResponseSchema = {
+  type: "object",
+  properties: {
+    count: { type: "integer", minimum: 0 },
+    max_model_len: { type: "integer", minimum: 1 },
+    tokens: { type: "array", items: { type: "integer", minimum: 0 } },
+    token_strs: { type: "null" },
+  },
+  required: ["count", "max_model_len", "tokens", "token_strs"],
+  additionalProperties: false,
+};
+
+export const detokenizeResponseSchema = {
+  type: "object",
+  properties: { prompt: { type: "string" } },
+  required: ["prompt"],
+  additionalProperties: false,
+};

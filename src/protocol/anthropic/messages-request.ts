@@ -100,11 +100,12 @@ const assistantBlock = tagged<Block>(
   { reject: rejectBlock('"text" or "tool_use"') },
 );
 
-const blocks = (block: Schema<Block>) =>
+/** A user turn has at least one block (Anthropic's rule); an assistant turn, a prefill, may have none. */
+const blocks = (block: Schema<Block>, minItems: number) =>
   union<string | Block[]>(
     [
       { when: isString, schema: string() },
-      { when: isArray, schema: array(block) },
+      { when: isArray, schema: array(block, { minItems }) },
     ],
     "a string or an array of content blocks",
   );
@@ -112,10 +113,10 @@ const blocks = (block: Schema<Block>) =>
 const messageSchema = tagged<{ role: "user" | "assistant"; content: string | Block[] }>(
   "role",
   {
-    user: object({ role: required(literal(["user"])), content: required(blocks(userBlock)) }),
+    user: object({ role: required(literal(["user"])), content: required(blocks(userBlock, 1)) }),
     assistant: object({
       role: required(literal(["assistant"])),
-      content: required(blocks(assistantBlock)),
+      content: required(blocks(assistantBlock, 0)),
     }),
   },
   {
@@ -198,29 +199,44 @@ const promptShape = {
   }),
 };
 
-export const messagesRequestSchema = object(
-  {
-    ...promptShape,
-    max_tokens: required(integer({ minimum: 1 }), { description: "Most tokens to generate." }),
-    stop_sequences: optional(array(string({ minLength: 1 })), {
-      description: "Strings that end the generation (stop_reason stop_sequence).",
-    }),
-    temperature: optional(number({ minimum: 0, maximum: 1 }), {
-      description: "0 is greedy. Absent: the model's generation_config, else 1.",
-    }),
-    top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 })),
-    top_k: optional(integer({ minimum: 0 }), { description: "0: off." }),
-    metadata: optional(object({ user_id: optional(string({ maxLength: 256 }), nullable) }), {
-      description: "user_id names the end user in the server's log.",
-    }),
-    stream: withDefault(boolean(), false),
-  },
-  { description: "An Anthropic Messages API request." },
+/** What JSON Schema can state of tool_choice's rule: a type other than none needs tools. */
+const TOOL_CHOICE_NEEDS_TOOLS = {
+  anyOf: [
+    { not: { required: ["tool_choice"] } },
+    { properties: { tool_choice: { properties: { type: { const: "none" } } } } },
+    { required: ["tools"], properties: { tools: { minItems: 1 } } },
+  ],
+};
+
+export const messagesRequestSchema = documented(
+  object(
+    {
+      ...promptShape,
+      max_tokens: required(integer({ minimum: 1 }), { description: "Most tokens to generate." }),
+      stop_sequences: optional(array(string({ minLength: 1 })), {
+        description: "Strings that end the generation (stop_reason stop_sequence).",
+      }),
+      temperature: optional(number({ minimum: 0, maximum: 1 }), {
+        description: "0 is greedy. Absent: the model's generation_config, else 1.",
+      }),
+      top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 })),
+      top_k: optional(integer({ minimum: 0 }), { description: "0: off." }),
+      metadata: optional(object({ user_id: optional(string({ maxLength: 256 }), nullable) }), {
+        description: "user_id names the end user in the server's log.",
+      }),
+      stream: withDefault(boolean(), false),
+    },
+    { description: "An Anthropic Messages API request." },
+  ),
+  TOOL_CHOICE_NEEDS_TOOLS,
 );
 
-export const countTokensRequestSchema = object(promptShape, {
-  description: "The prompt part of a Messages request, counted without generating.",
-});
+export const countTokensRequestSchema = documented(
+  object(promptShape, {
+    description: "The prompt part of a Messages request, counted without generating.",
+  }),
+  TOOL_CHOICE_NEEDS_TOOLS,
+);
 
 export type MessagesWire = Infer<typeof messagesRequestSchema>;
 type PromptWire = Infer<typeof countTokensRequestSchema>;
