@@ -417,7 +417,7 @@ export class Engine {
   /** Token ids → their text, special tokens included; ids outside the vocabulary are a 400. */
   async detokenize(model: EngineModel, ids: number[]): Promise<string> {
     asApiErrors(() => checkTokenIds("tokens", ids, model.info.vocabSize));
-    return this.tokenizer(model).decode(ids);
+    return ids.length === 0 ? "" : this.tokenizer(model).decode(ids);
   }
 
   private tokenizer(model: EngineModel): TokenizerThread {
