@@ -34,7 +34,15 @@ export function authenticate(keys: ApiKeys, acceptsApiKeyHeader: (path: string) 
     const token = bearer !== undefined ? BEARER.exec(bearer)?.[1] : header?.trim() || undefined;
     const key = token ? keys.verifyKey(token) : undefined;
     if (!key) {
-      next(unauthorized(header ? "Invalid API key." : undefined));
+      next(
+        unauthorized(
+          header
+            ? "Invalid API key."
+            : acceptsApiKeyHeader(req.path)
+              ? "Missing API key. Send `x-api-key: <key>` or `Authorization: Bearer <key>`."
+              : undefined,
+        ),
+      );
       return;
     }
     // Known before the project header is checked, so a refused request is still attributed to its key.

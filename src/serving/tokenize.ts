@@ -1,4 +1,8 @@
-/** /tokenize and /detokenize: the model's tokenizer, the prompt rendered as generation renders it. */
+/**
+ * /tokenize and /detokenize: the model's tokenizer, the prompt rendered as generation renders it.
+ * Debt: these and count_tokens pass no admission control (no per-key limits); their work is bounded
+ * by the body size limit, the template pool's budgets and a tokenizer thread of their own.
+ */
 import type { EngineRequest } from "../core/types.ts";
 import { parseDetokenizeRequest, parseTokenizeRequest, type TokenizeResponse } from "../protocol/tokenize.ts";
 import { chatPrompt } from "./chat-completions.ts";
