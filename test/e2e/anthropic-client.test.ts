@@ -248,6 +248,9 @@ describe.skipIf(!haveDefaultModel)("Anthropic client against a real ortserve pro
 
     const chat = await post("/tokenize", { model: DEFAULT_MODEL, messages: question });
     const chatIds = chat.body.tokens as number[];
+    // The same conversation counted by the Messages route: one renderer, one tokenizer.
+    const counted = await client.messages.countTokens({ model: DEFAULT_MODEL, messages: question });
+    expect(counted.input_tokens).toBe(chatIds.length);
     const rendered = await post("/detokenize", { model: DEFAULT_MODEL, tokens: chatIds });
     expect(rendered.body.prompt).toContain(
       "<|im_start|>user\nWhat is the weather in Paris for 3 days?<|im_end|>",
