@@ -108,9 +108,15 @@ def _parameters_not_object(tool) -> bool:
     return parameters is not None and (not isinstance(parameters, dict) or parameters.get("type") != "object")
 
 
-def _breaks_messages_rules(body) -> bool:
-    """The Messages routes' tool rules: tool_choice "tool" names one of tools; a tool_choice other
-    than none needs a served model with a tool parser (the synthetic model has none)."""
+def _breaks_messages_rules(body, path: str) -> bool:
+    """The Messages routes' rules: tool_choice "tool" names one of tools; a tool_choice other
+    than none needs a served model with a tool parser (the synthetic model has none); a message's
+    prompt and max_tokens inside the model's context."""
+    if path == MESSAGES:
+        asked = body.get("max_tokens") if _whole(body.get("max_tokens")) else 1
+        prompt = _utf8_bytes(body.get("messages")) + _utf8_bytes(body.get("system")) + _utf8_bytes(body.get("tools"))
+        if prompt + TEMPLATE_TOKENS + asked > MODEL_CONTEXT:
+            return True
     choice = body.get("tool_choice")
     kind = choice.get("type") if isinstance(choice, dict) else None
     if kind == "tool":
@@ -136,7 +142,9 @@ def _breaks_documented_rules(case) -> bool:
         return True
     body = case.body if isinstance(case.body, dict) else {}
     if case.operation.path in (MESSAGES, COUNT_TOKENS):
-        return _breaks_messages_rules(body)
+        return _breaks_messages_rules(body, case.operation.path)
+    if case.operation.path == "/detokenize":
+        return any(i < 0 or i >= MODEL_VOCAB for i in _token_ids(body.get("tokens")))
     low = body.get("min_tokens")
     high = body.get("max_completion_tokens", body.get("max_tokens"))
     if high is None and case.operation.path == COMPLETIONS:
