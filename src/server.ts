@@ -23,6 +23,8 @@ import {
 import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { CheckpointRemoval } from "./serving/checkpoint-removal.ts";
 import { CompletionsService } from "./serving/completions.ts";
+import { MessagesService } from "./serving/messages.ts";
+import { TokenizeService } from "./serving/tokenize.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 
 export interface ServerConfig {
@@ -134,6 +136,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   };
   const chat = new ChatCompletionsService(servingDeps);
   const completions = new CompletionsService(servingDeps);
+  const messages = new MessagesService(servingDeps);
+  const tokenizer = new TokenizeService(servingDeps);
   const checkpoints = new CheckpointRemoval({ engine, logger });
   const app = createApp({
     registry,
@@ -141,6 +145,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     usage: storage.usage,
     chat,
     completions,
+    messages,
+    tokenizer,
     checkpoints,
     metrics,
     logger,

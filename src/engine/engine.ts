@@ -24,8 +24,10 @@ import {
 } from "../chat/index.ts";
 import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
+import { TokenizerThread } from "../core/prompt/tokenizer-thread.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
 import { checkAgainstConfig } from "../core/step/config-checks.ts";
+import { checkTokenIds } from "../core/token-ids.ts";
 import type {
   EngineCoreConfig,
   EngineEvent,
@@ -176,6 +178,8 @@ export class Engine {
   /** Streams open per model directory, and who waits for a directory to have none. */
   private readonly users = new Map<string, number>();
   private readonly idleWaiters = new Map<string, (() => void)[]>();
+  /** Per model directory, a tokenizer thread for /tokenize, /detokenize and count_tokens. */
+  private readonly tokenizers = new Map<string, TokenizerThread>();
 
   private constructor(registry: ModelRegistry, options: EngineOptions) {
     this.registry = registry;
@@ -398,7 +402,39 @@ export class Engine {
     return this.pool.heapStatistics();
   }
 
+  /** A prompt's token ids as the model would see them (a chat prompt renders first: see prompt()). */
+  async tokenize(model: EngineModel, prompt: EngineRequest["prompt"]): Promise<number[]> {
+    if ("tokenIds" in prompt) return prompt.tokenIds;
+    const ids = await this.tokenizer(model).prompt(
+      prompt.text,
+      prompt.addSpecialTokens ?? true,
+      Number.MAX_SAFE_INTEGER,
+    );
+    if (!("ids" in ids)) throw internalError("The tokenizer stopped before the end of the prompt.");
+    return ids.ids;
+  }
+
+  /** Token ids → their text, special tokens included; ids outside the vocabulary are a 400. */
+  async detokenize(model: EngineModel, ids: number[]): Promise<string> {
+    asApiErrors(() => checkTokenIds("tokens", ids, model.info.vocabSize));
+    return ids.length === 0 ? "" : this.tokenizer(model).decode(ids);
+  }
+
+  private tokenizer(model: EngineModel): TokenizerThread {
+    const dir = model.config.modelDir;
+    let t = this.tokenizers.get(dir);
+    if (!t) {
+      t = new TokenizerThread(dir);
+      this.tokenizers.set(dir, t);
+    }
+    return t;
+  }
+
   async close(): Promise<void> {
-    await Promise.all([this.pool.close(), this.templates.close()]);
+    await Promise.all([
+      this.pool.close(),
+      this.templates.close(),
+      ...[...this.tokenizers.values()].map((t) => t.close()),
+    ]);
   }
 }

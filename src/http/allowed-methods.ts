@@ -11,6 +11,10 @@ const ROUTES: [RegExp, string[]][] = [
   [/^\/v1\/preview\/models\/[^/]+\/checkpoints$/, ["GET", "HEAD", "DELETE"]],
   [/^\/v1\/chat\/completions$/, ["POST"]],
   [/^\/v1\/completions$/, ["POST"]],
+  [/^\/v1\/messages$/, ["POST"]],
+  [/^\/v1\/messages\/count_tokens$/, ["POST"]],
+  [/^\/tokenize$/, ["POST"]],
+  [/^\/detokenize$/, ["POST"]],
 ];
 
 /** The methods `path` answers, or undefined for a path the server does not have. */

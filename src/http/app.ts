@@ -10,6 +10,7 @@ import {
   modelNotFound,
   notFound,
   payloadTooLarge,
+  unavailable,
 } from "../errors.ts";
 import { listCheckpoints } from "../models/checkpoints.ts";
 import type { ModelRegistry } from "../models/registry.ts";
@@ -24,7 +25,15 @@ import { authenticate } from "./auth.ts";
 import { generationRoute } from "./generation-route.ts";
 import { type JsonBody, jsonBody } from "./json-body.ts";
 import { requestContext } from "./request-context.ts";
+import { anthropicDialect, openaiDialect, type StreamDialect } from "./stream-dialect.ts";
 import { UsageRecorder, type UsageStore } from "./usage.ts";
+
+/** Paths that answer in Anthropic's shapes, errors included. */
+const ANTHROPIC_PATHS = new Set(["/v1/messages", "/v1/messages/count_tokens"]);
+
+function dialectOf(path: string): StreamDialect {
+  return ANTHROPIC_PATHS.has(path) ? anthropicDialect : openaiDialect;
+}
 
 export interface AppDeps {
   registry: ModelRegistry;
@@ -33,6 +42,13 @@ export interface AppDeps {
   usage: UsageStore;
   chat: GenerationEndpoint;
   completions: GenerationEndpoint;
+  /** The Anthropic Messages route, and its count_tokens. */
+  messages: GenerationEndpoint & { countTokens(body: unknown): Promise<{ input_tokens: number }> };
+  /** vLLM's /tokenize and /detokenize. */
+  tokenizer: {
+    tokenize(body: unknown): Promise<unknown>;
+    detokenize(body: unknown): Promise<unknown>;
+  };
   /** Removes a model's checkpoints by step (src/serving/checkpoint-removal.ts). */
   checkpoints: { remove(modelId: string, steps: readonly number[]): DeleteCheckpointsResponse };
   metrics: Metrics;
@@ -79,6 +95,7 @@ export function createApp(deps: AppDeps): express.Express {
   const generation = [
     { path: "/v1/chat/completions", service: deps.chat },
     { path: "/v1/completions", service: deps.completions },
+    { path: "/v1/messages", service: deps.messages },
   ];
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
@@ -92,7 +109,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   // Everything below needs a key, unknown paths included.
-  app.use(authenticate(deps.keys));
+  app.use(authenticate(deps.keys, (path) => ANTHROPIC_PATHS.has(path)));
   if (deps.metricsRequireKey) app.get("/metrics", metrics);
   app.get("/openapi.json", (_req, res) => {
     res.json(buildOpenApiDocument());
@@ -132,7 +149,27 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   for (const r of generation)
-    v1.post(r.path, usage.onRoute, jsonBody(deps.maxBodyBytes), generationRoute(r.service));
+    v1.post(
+      r.path,
+      usage.onRoute,
+      jsonBody(deps.maxBodyBytes),
+      generationRoute(r.service, dialectOf(r.path)),
+    );
+
+  // Prompt-only routes: the model's template and tokenizer, nothing generated (no usage row).
+  const promptRoute =
+    (handler: (body: unknown) => Promise<unknown>) =>
+    async (req: Request, res: Response): Promise<void> => {
+      if (deps.draining()) throw unavailable("The server is shutting down.");
+      res.json(await handler((req.body as JsonBody).value));
+    };
+  const promptRoutes: [string, (body: unknown) => Promise<unknown>][] = [
+    ["/v1/messages/count_tokens", (b) => deps.messages.countTokens(b)],
+    ["/tokenize", (b) => deps.tokenizer.tokenize(b)],
+    ["/detokenize", (b) => deps.tokenizer.detokenize(b)],
+  ];
+  for (const [path, handler] of promptRoutes)
+    v1.post(path, jsonBody(deps.maxBodyBytes), promptRoute(handler));
 
   app.use((req) => {
     throw notFound(`No route for ${req.method} ${req.path}.`, null, "route_not_found");
@@ -161,7 +198,7 @@ export function createApp(deps: AppDeps): express.Express {
       }
       if (api.retryAfterSeconds !== undefined) res.setHeader("Retry-After", String(api.retryAfterSeconds));
       if (api.allow) res.setHeader("Allow", api.allow.join(", "));
-      res.status(api.status).json(api.toBody());
+      res.status(api.status).json(dialectOf(req.path).errorBody(api));
     });
   });
   return app;

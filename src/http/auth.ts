@@ -1,5 +1,7 @@
 /**
- * Bearer API keys on every /v1 route (OPTIONS exempt), and the optional project header for usage
+ * API keys on every /v1 route (OPTIONS exempt) as `Authorization: Bearer <key>`, and on the
+ * Anthropic routes also as Anthropic's clients send them, `x-api-key: <key>` (Authorization wins
+ * when both are sent), and the optional project header for usage
  * tracking: `Compat-Project: <team>/<project>`, or `OpenAI-Project` as the official SDKs send it
  * (a project id alone, or `<team>/<project>`).
  */
@@ -20,17 +22,27 @@ declare module "express-serve-static-core" {
 
 const BEARER = /^bearer\s+(\S+)\s*$/i;
 
-export function authenticate(keys: ApiKeys) {
+/** `acceptsApiKeyHeader`: the paths where `x-api-key` carries the key too. */
+export function authenticate(keys: ApiKeys, acceptsApiKeyHeader: (path: string) => boolean = () => false) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     if (req.method === "OPTIONS") {
       next();
       return;
     }
-    const header = req.get("authorization");
-    const token = header ? BEARER.exec(header)?.[1] : undefined;
+    const bearer = req.get("authorization");
+    const header = bearer ?? (acceptsApiKeyHeader(req.path) ? req.get("x-api-key") : undefined);
+    const token = bearer !== undefined ? BEARER.exec(bearer)?.[1] : header?.trim() || undefined;
     const key = token ? keys.verifyKey(token) : undefined;
     if (!key) {
-      next(unauthorized(header ? "Invalid API key." : undefined));
+      next(
+        unauthorized(
+          header
+            ? "Invalid API key."
+            : acceptsApiKeyHeader(req.path)
+              ? "Missing API key. Send `x-api-key: <key>` or `Authorization: Bearer <key>`."
+              : undefined,
+        ),
+      );
       return;
     }
     // Known before the project header is checked, so a refused request is still attributed to its key.

@@ -6,6 +6,7 @@ import type { Request, Response } from "express";
 import type { GenerationEndpoint, GenerationResult, ServingContext } from "../serving/context.ts";
 import type { JsonBody } from "./json-body.ts";
 import { SseWriter } from "./sse.ts";
+import { openaiDialect, type StreamDialect } from "./stream-dialect.ts";
 import { usageUnavailable } from "./usage.ts";
 
 /** Aborts when the client goes away before its response completed. */
@@ -38,7 +39,7 @@ function adoptRequestId(req: Request, res: Response, id: string): void {
 }
 
 /** Needs `jsonBody` and a usage row (UsageRecorder.onRoute) before it. */
-export function generationRoute(service: GenerationEndpoint) {
+export function generationRoute(service: GenerationEndpoint, dialect: StreamDialect = openaiDialect) {
   return async (req: Request, res: Response): Promise<void> => {
     const { raw, value } = req.body as JsonBody;
     const usage = req.usage!;
@@ -63,11 +64,11 @@ export function generationRoute(service: GenerationEndpoint) {
     } else if (result.kind === "closed") await answered();
     else {
       const sse = new SseWriter(res);
-      for await (const payload of result.frames) sse.send(payload);
+      for await (const payload of result.frames) dialect.send(sse, payload);
       if (!(await answered())) {
-        sse.error(usageUnavailable());
+        dialect.error(sse, usageUnavailable());
         res.end();
-      } else if (!ctx.signal.aborted) sse.done();
+      } else if (!ctx.signal.aborted) dialect.done(sse);
     }
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Server-sent events for streamed completions: `data: <json>\n\n` per chunk, an error as
- * `data: {"error": ...}`, and `data: [DONE]` at the end (the OpenAI / vLLM framing).
+ * `data: {"error": ...}`, and `data: [DONE]` at the end (the OpenAI / vLLM framing); named events
+ * for Anthropic's (stream-dialect.ts picks).
  */
 import type { Response } from "express";
 import type { ApiError } from "../errors.ts";
@@ -30,6 +31,18 @@ export class SseWriter {
   send(payload: unknown): void {
     this.start();
     this.res.write(`data: ${JSON.stringify(payload)}\n\n`);
+  }
+
+  /** A named event (Anthropic's framing). */
+  event(name: string, payload: unknown): void {
+    this.start();
+    this.res.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+  }
+
+  /** Ends the stream without an end marker. */
+  end(): void {
+    this.start();
+    this.res.end();
   }
 
   error(err: ApiError): void {

@@ -4,6 +4,13 @@
  */
 
 import { MAX_PROJECT_ID } from "../storage/usage.ts";
+import { countTokensRequestSchema, messagesRequestSchema } from "./anthropic/messages-request.ts";
+import {
+  anthropicErrorSchema,
+  anthropicMessageSchema,
+  countTokensResponseSchema,
+  messagesStreamEventSchema,
+} from "./anthropic/schemas.ts";
 import { chatCompletionRequestSchema } from "./chat-request.ts";
 import { deleteCheckpointsRequestSchema, deleteCheckpointsResponseSchema } from "./checkpoint-delete.ts";
 import { completionRequestSchema } from "./completion-request.ts";
@@ -17,6 +24,12 @@ import {
   modelListSchema,
 } from "./response-schemas.ts";
 import { compactJson, type JsonSchema } from "./schema.ts";
+import {
+  detokenizeRequestSchema,
+  detokenizeResponseSchema,
+  tokenizeRequestSchema,
+  tokenizeResponseSchema,
+} from "./tokenize.ts";
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
@@ -90,6 +103,38 @@ const generationErrors = {
   ),
 };
 
+const anthropicError = (description: string) => ({ description, content: json(ref("AnthropicError")) });
+
+/** The Messages routes answer in Anthropic's error shape, with the same statuses. */
+const anthropicErrors = Object.fromEntries(
+  Object.entries(generationErrors).map(([status, r]) => [status, anthropicError(r.description)]),
+);
+
+/** A Messages stream: named events whose data is the event (or the error that ended it); no [DONE]. */
+const anthropicStreamEvent = {
+  type: "object",
+  required: ["event", "data"],
+  properties: {
+    event: { type: "string" },
+    data: {
+      type: "string",
+      contentMediaType: "application/json",
+      contentSchema: { anyOf: [ref("MessagesStreamEvent"), ref("AnthropicError")] },
+    },
+  },
+};
+
+/** Bearer, or on the Messages routes Anthropic's x-api-key header. */
+const anthropicSecurity = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+
+const anthropicVersion = {
+  name: "anthropic-version",
+  in: "header",
+  required: false,
+  description: "Accepted (any version): the routes answer as the Messages API documents.",
+  schema: { type: "string" },
+};
+
 export function buildOpenApiDocument(): object {
   return compactJson({
     openapi: "3.1.0",
@@ -97,7 +142,7 @@ export function buildOpenApiDocument(): object {
       title: "ortserve",
       version: "1",
       description:
-        "OpenAI-compatible chat completions and completions (with vLLM's extra fields) served in-process on ONNX Runtime, and model checkpoint listing.",
+        "OpenAI-compatible chat completions and completions (with vLLM's extra fields), the Anthropic Messages API, and vLLM's tokenize and detokenize, served in-process on ONNX Runtime, and model checkpoint listing.",
     },
     security: [{ bearerAuth: [] }],
     paths: {
@@ -135,6 +180,70 @@ export function buildOpenApiDocument(): object {
               },
             },
             ...generationErrors,
+          },
+        },
+      },
+      "/v1/messages": {
+        post: {
+          operationId: "createMessage",
+          summary: "Anthropic Messages API: generate the assistant's next turn.",
+          security: anthropicSecurity,
+          parameters: [...projectHeaders, anthropicVersion],
+          requestBody: { required: true, content: json(ref("MessagesRequest")) },
+          responses: {
+            "200": {
+              description: "The message (or, with stream=true, a stream of Messages events).",
+              content: {
+                ...json(ref("AnthropicMessage")),
+                "text/event-stream": { schema: anthropicStreamEvent },
+              },
+            },
+            ...anthropicErrors,
+          },
+        },
+      },
+      "/v1/messages/count_tokens": {
+        post: {
+          operationId: "countMessageTokens",
+          summary: "Anthropic Messages API: the prompt tokens a request would use, nothing generated.",
+          security: anthropicSecurity,
+          parameters: [anthropicVersion],
+          requestBody: { required: true, content: json(ref("CountTokensRequest")) },
+          responses: {
+            "200": { description: "The count.", content: json(ref("CountTokensResponse")) },
+            "400": anthropicError("Invalid request."),
+            "401": anthropicError("Missing or invalid API key."),
+            "404": anthropicError("Unknown model."),
+            "413": anthropicError("Request body too large."),
+            "503": anthropicError("The server is shutting down."),
+          },
+        },
+      },
+      "/tokenize": {
+        post: {
+          operationId: "tokenize",
+          summary: "vLLM's tokenize: a prompt, or chat messages through the model's template, as token ids.",
+          requestBody: { required: true, content: json(ref("TokenizeRequest")) },
+          responses: {
+            "200": { description: "The token ids.", content: json(ref("TokenizeResponse")) },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+            "413": errorResponse("Request body too large."),
+            "503": errorResponse("The server is shutting down."),
+          },
+        },
+      },
+      "/detokenize": {
+        post: {
+          operationId: "detokenize",
+          summary: "vLLM's detokenize: token ids as text (special tokens included).",
+          requestBody: { required: true, content: json(ref("DetokenizeRequest")) },
+          responses: {
+            "200": { description: "The text.", content: json(ref("DetokenizeResponse")) },
+            ...commonErrors,
+            "404": errorResponse("Unknown model."),
+            "413": errorResponse("Request body too large."),
+            "503": errorResponse("The server is shutting down."),
           },
         },
       },
@@ -221,6 +330,12 @@ export function buildOpenApiDocument(): object {
     components: {
       securitySchemes: {
         bearerAuth: { type: "http", scheme: "bearer", description: "Authorization: Bearer <API key>." },
+        apiKeyHeader: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "x-api-key: <API key> (the Messages routes only).",
+        },
       },
       schemas: {
         ChatCompletionRequest: chatCompletionRequestSchema.jsonSchema(),
@@ -233,6 +348,16 @@ export function buildOpenApiDocument(): object {
         CheckpointList: checkpointListSchema,
         DeleteCheckpointsRequest: deleteCheckpointsRequestSchema.jsonSchema(),
         DeleteCheckpointsResponse: deleteCheckpointsResponseSchema,
+        MessagesRequest: messagesRequestSchema.jsonSchema(),
+        AnthropicMessage: anthropicMessageSchema,
+        MessagesStreamEvent: messagesStreamEventSchema,
+        AnthropicError: anthropicErrorSchema,
+        CountTokensRequest: countTokensRequestSchema.jsonSchema(),
+        CountTokensResponse: countTokensResponseSchema,
+        TokenizeRequest: tokenizeRequestSchema.jsonSchema(),
+        TokenizeResponse: tokenizeResponseSchema,
+        DetokenizeRequest: detokenizeRequestSchema.jsonSchema(),
+        DetokenizeResponse: detokenizeResponseSchema,
         Health: healthSchema,
         Error: errorSchema,
       },

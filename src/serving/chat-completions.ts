@@ -11,7 +11,82 @@ import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator, type ChatCompletionResponse } from "../protocol/response.ts";
 import { type ChatCompletionChunk, ChatCompletionStreamer } from "../protocol/stream.ts";
 import { toEngineRequest } from "../protocol/to-engine.ts";
-import { type Accumulator, GenerationService, type Streamer } from "./generation.ts";
+import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
+
+/** --strict-tool-choice: only "none", as the service spec has it. */
+export function checkStrictToolChoice(deps: ServingDeps, req: ChatCompletionRequest): void {
+  if (deps.strictToolChoice && req.tool_choice !== "none")
+    throw unsupportedField(
+      "tool_choice",
+      'this server follows the service spec and takes only "none" (started with --strict-tool-choice)',
+    );
+}
+
+/** Tool calls are read by the model's own parser; a model without one takes only "none". */
+function checkToolParser(req: ChatCompletionRequest, model: EngineModel): void {
+  if (req.tool_choice === "none" || model.resolution.model.toolParser !== undefined) return;
+  throw unsupportedField(
+    "tool_choice",
+    `${model.name} has no tool parser (tool_parser in its ortserve.json); only "none" is served`,
+  );
+}
+
+/**
+ * A template in the request is code the server would run: refused unless the operator trusts
+ * request templates (vLLM's --trust-request-chat-template). Naming one of the model's own
+ * templates is not. chat_template_kwargs stay allowed: they are variables of the operator's
+ * template, which alone decides what they select, and every render runs under the template
+ * pool's time and output budgets.
+ */
+function checkTemplateTrust(deps: ServingDeps, req: ChatCompletionRequest, model: EngineModel): void {
+  const requested = req.chat_template;
+  if (!requested || deps.trustRequestChatTemplate) return;
+  if (namesModelTemplate(model.info.chatSource.chatTemplate, requested)) return;
+  throw invalidRequest(
+    "chat_template: this server does not render templates sent in requests (the operator can allow them with `ortserve serve --trust-request-chat-template`).",
+    "chat_template",
+    "untrusted_chat_template",
+  );
+}
+
+/** A chat request's prompt through the model's template (every route that speaks chat renders here). */
+export async function chatPrompt(
+  deps: ServingDeps,
+  req: ChatCompletionRequest,
+  model: EngineModel,
+): Promise<EngineRequest["prompt"]> {
+  checkTemplateTrust(deps, req, model);
+  checkToolParser(req, model);
+  return deps.engine.prompt(model, {
+    messages: req.messages,
+    chatTemplate: req.chat_template,
+    chatTemplateKwargs: req.chat_template_kwargs,
+    addGenerationPrompt: req.add_generation_prompt,
+    continueFinalMessage: req.continue_final_message,
+    tools: req.tools,
+    documents: req.documents,
+    reasoningEffort: req.reasoning_effort,
+    addSpecialTokens: req.add_special_tokens,
+  });
+}
+
+/** A chat request's one engine request (the chat route's and every route translated into chat). */
+export async function chatEngineRequests(
+  deps: ServingDeps,
+  req: ChatCompletionRequest,
+  model: EngineModel,
+  requestId: string,
+): Promise<EngineRequest[]> {
+  const prompt = await chatPrompt(deps, req, model);
+  return [
+    toEngineRequest(req, {
+      requestId,
+      prompt,
+      vocabSize: model.info.vocabSize,
+      generationDefaults: model.info.generationDefaults,
+    }),
+  ];
+}
 
 export class ChatCompletionsService extends GenerationService<
   ChatCompletionRequest,
@@ -22,71 +97,20 @@ export class ChatCompletionsService extends GenerationService<
 
   protected parse(body: unknown, raw: string): ChatCompletionRequest {
     const req = parseChatCompletionRequest(body, raw);
-    if (this.deps.strictToolChoice && req.tool_choice !== "none")
-      throw unsupportedField(
-        "tool_choice",
-        'this server follows the service spec and takes only "none" (started with --strict-tool-choice)',
-      );
+    checkStrictToolChoice(this.deps, req);
     return req;
-  }
-
-  /** Tool calls are read by the model's own parser; a model without one takes only "none". */
-  private checkToolParser(req: ChatCompletionRequest, model: EngineModel): void {
-    if (req.tool_choice === "none" || model.resolution.model.toolParser !== undefined) return;
-    throw unsupportedField(
-      "tool_choice",
-      `${model.name} has no tool parser (tool_parser in its ortserve.json); only "none" is served`,
-    );
   }
 
   protected logFields(req: ChatCompletionRequest): Record<string, unknown> {
     return { model: req.model, user: req.user, stream: req.stream, n: req.n };
   }
 
-  /**
-   * A template in the request is code the server would run: refused unless the operator trusts
-   * request templates (vLLM's --trust-request-chat-template). Naming one of the model's own
-   * templates is not. chat_template_kwargs stay allowed: they are variables of the operator's
-   * template, which alone decides what they select, and every render runs under the template
-   * pool's time and output budgets.
-   */
-  private checkTemplateTrust(req: ChatCompletionRequest, model: EngineModel): void {
-    const requested = req.chat_template;
-    if (!requested || this.deps.trustRequestChatTemplate) return;
-    if (namesModelTemplate(model.info.chatSource.chatTemplate, requested)) return;
-    throw invalidRequest(
-      "chat_template: this server does not render templates sent in requests (the operator can allow them with `ortserve serve --trust-request-chat-template`).",
-      "chat_template",
-      "untrusted_chat_template",
-    );
-  }
-
-  protected async engineRequests(
+  protected engineRequests(
     req: ChatCompletionRequest,
     model: EngineModel,
     requestId: string,
   ): Promise<EngineRequest[]> {
-    this.checkTemplateTrust(req, model);
-    this.checkToolParser(req, model);
-    const prompt = await this.deps.engine.prompt(model, {
-      messages: req.messages,
-      chatTemplate: req.chat_template,
-      chatTemplateKwargs: req.chat_template_kwargs,
-      addGenerationPrompt: req.add_generation_prompt,
-      continueFinalMessage: req.continue_final_message,
-      tools: req.tools,
-      documents: req.documents,
-      reasoningEffort: req.reasoning_effort,
-      addSpecialTokens: req.add_special_tokens,
-    });
-    return [
-      toEngineRequest(req, {
-        requestId,
-        prompt,
-        vocabSize: model.info.vocabSize,
-        generationDefaults: model.info.generationDefaults,
-      }),
-    ];
+    return chatEngineRequests(this.deps, req, model, requestId);
   }
 
   protected accumulator(

@@ -11,6 +11,10 @@ from schemathesis import GenerationMode
 SERVED_MODEL = "tiny"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
+MESSAGES = "/v1/messages"
+COUNT_TOKENS = "/v1/messages/count_tokens"
+# Routes whose body names a model: half the generated bodies name the served one.
+MODEL_ROUTES = (CHAT, MESSAGES, COUNT_TOKENS, "/tokenize", "/detokenize")
 # max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 # What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
@@ -34,7 +38,7 @@ def map_headers(ctx, headers):
 
 @schemathesis.hook
 def map_body(ctx, body):
-    if ctx.operation.path == CHAT and isinstance(body, dict) and random.random() < 0.5:
+    if ctx.operation.path in MODEL_ROUTES and isinstance(body, dict) and random.random() < 0.5:
         body["model"] = SERVED_MODEL
     return body
 
@@ -104,6 +108,25 @@ def _parameters_not_object(tool) -> bool:
     return parameters is not None and (not isinstance(parameters, dict) or parameters.get("type") != "object")
 
 
+def _breaks_messages_rules(body, path: str) -> bool:
+    """The Messages routes' rules: tool_choice "tool" names one of tools; a tool_choice other
+    than none needs a served model with a tool parser (the synthetic model has none); a message's
+    prompt and max_tokens inside the model's context."""
+    if path == MESSAGES:
+        asked = body.get("max_tokens") if _whole(body.get("max_tokens")) else 1
+        prompt = _utf8_bytes(body.get("messages")) + _utf8_bytes(body.get("system")) + _utf8_bytes(body.get("tools"))
+        if prompt + TEMPLATE_TOKENS + asked > MODEL_CONTEXT:
+            return True
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "tool":
+        names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if choice.get("name") not in names:
+            return True
+    tools = body.get("tools") or []
+    return body.get("model") == SERVED_MODEL and (kind not in (None, "none") or (kind is None and len(tools) > 0))
+
+
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; n and logprobs counts within the server's maxima; one
@@ -118,6 +141,10 @@ def _breaks_documented_rules(case) -> bool:
     if project is not None and not _PROJECT.match(project):
         return True
     body = case.body if isinstance(case.body, dict) else {}
+    if case.operation.path in (MESSAGES, COUNT_TOKENS):
+        return _breaks_messages_rules(body, case.operation.path)
+    if case.operation.path == "/detokenize":
+        return any(i < 0 or i >= MODEL_VOCAB for i in _token_ids(body.get("tokens")))
     low = body.get("min_tokens")
     high = body.get("max_completion_tokens", body.get("max_tokens"))
     if high is None and case.operation.path == COMPLETIONS:

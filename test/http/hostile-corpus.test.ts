@@ -496,3 +496,126 @@ describe("hostile corpus", () => {
     expect(m).not.toMatch(/^ortserve_errors_total\{[^}]*status="5\d\d"/m);
   });
 });
+
+/**
+ * The same kinds of hostile input on the routes translated into the chat request (Messages,
+ * count_tokens) and on /tokenize and /detokenize: each answers in its own error shape.
+ */
+describe("hostile corpus on the Messages and tokenize routes", () => {
+  const ANTHROPIC = new Set(["/v1/messages", "/v1/messages/count_tokens"]);
+  const valid: Record<string, Record<string, unknown>> = {
+    "/v1/messages": { model: "tiny", max_tokens: 1, messages: [{ role: "user", content: "hi" }] },
+    "/v1/messages/count_tokens": { model: "tiny", messages: [{ role: "user", content: "hi" }] },
+    "/tokenize": { model: "tiny", prompt: "hi" },
+    "/detokenize": { model: "tiny", tokens: [1, 2] },
+  };
+
+  async function postTo(path: string, body: unknown): Promise<Reply> {
+    const res = await fetch(`${h.url}${path}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+      body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
+      signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+    });
+    return reply(res);
+  }
+
+  /** problem() for the OpenAI routes; Anthropic's body on the Messages routes. */
+  function routeProblem(path: string, r: Reply, expected: Expect): string | undefined {
+    if (!ANTHROPIC.has(path) || r.status < 400 || r.status >= 500) return problem(r, expected);
+    const body = r.json as { type?: unknown; error?: { type?: unknown; message?: unknown } } | undefined;
+    if (
+      body?.type !== "error" ||
+      typeof body.error?.type !== "string" ||
+      typeof body.error.message !== "string"
+    )
+      return `not an Anthropic error body: ${r.status} ${r.text.slice(0, 300)}`;
+    return undefined;
+  }
+
+  const wrongValues = [null, true, -1, 1.5, "x", [], {}, [null], { a: 1 }];
+
+  for (const path of Object.keys(valid)) {
+    it(`${path}: wrong types in every field, deep nesting, huge strings, bad UTF-8 and numbers`, async () => {
+      const base = valid[path]!;
+      const cases: { name: string; body: unknown; expect: Expect }[] = [
+        { name: "valid", body: base, expect: "200" },
+        { name: "not an object", body: "[]", expect: "4xx" },
+        { name: "invalid JSON", body: "{", expect: "4xx" },
+        {
+          name: "deep nesting",
+          body: JSON.stringify({ ...base, extra: "__DEEP__" }).replace(
+            '"__DEEP__"',
+            "[".repeat(5000) + "]".repeat(5000),
+          ),
+          expect: "4xx",
+        },
+        {
+          name: "invalid UTF-8",
+          body: new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+          expect: "4xx",
+        },
+        {
+          name: "lone surrogate",
+          body: JSON.stringify(base).replace('"hi"', '"\\ud800"'),
+          expect: "200|4xx",
+        },
+        {
+          name: "huge string",
+          body: JSON.stringify(base).replace('"hi"', `"${"a ".repeat(200_000)}"`),
+          expect: "200|4xx",
+        },
+      ];
+      for (const field of Object.keys(base))
+        for (const value of wrongValues)
+          cases.push({
+            name: `${field}=${JSON.stringify(value)}`,
+            body: { ...base, [field]: value },
+            expect: "200|4xx",
+          });
+      for (const field of ["max_tokens", "temperature", "top_p", "top_k"])
+        for (const raw of ["NaN", "1e309", "-1e309", "18446744073709551616"])
+          cases.push({
+            name: `${field}=${raw}`,
+            body: JSON.stringify({ ...base, [field]: "__RAW__" }).replace('"__RAW__"', raw),
+            expect: "4xx",
+          });
+      cases.push(
+        {
+          name: "messages: image block",
+          body: { ...base, messages: [{ role: "user", content: [{ type: "image", source: {} }] }] },
+          expect: "4xx",
+        },
+        { name: "tokens out of the vocabulary", body: { ...base, tokens: [-1, 2 ** 53] }, expect: "4xx" },
+      );
+      const problems: string[] = [];
+      for (const c of cases) {
+        try {
+          const p = routeProblem(path, await postTo(path, c.body), c.expect);
+          if (p) problems.push(`${c.name}: ${p}`);
+        } catch (err) {
+          problems.push(`${c.name}: no answer (${(err as Error).message})`);
+        }
+      }
+      expect(problems).toEqual([]);
+    });
+  }
+
+  it("a bad key on the Messages route is Anthropic's authentication_error, by x-api-key too", async () => {
+    for (const headers of [{ "x-api-key": "wrong" }, { Authorization: "Bearer wrong" }, {}]) {
+      const res = await fetch(`${h.url}/v1/messages`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", ...headers },
+        body: JSON.stringify(valid["/v1/messages"]),
+      });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
+    }
+    const ok = await fetch(`${h.url}/v1/messages`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": h.key, "anthropic-version": "2023-06-01" },
+      body: JSON.stringify(valid["/v1/messages"]),
+    });
+    expect(ok.status).toBe(200);
+  });
+});

@@ -41,12 +41,20 @@ describe("buildOpenApiDocument", () => {
   const request = schemas.ChatCompletionRequest as Json;
   const properties = request.properties as Json;
 
-  it("is OpenAPI 3.1 with bearer auth", () => {
+  it("is OpenAPI 3.1 with bearer auth, and x-api-key on the Messages routes only", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect((doc.components as Json).securitySchemes).toEqual({
       bearerAuth: { type: "http", scheme: "bearer", description: expect.any(String) },
+      apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) },
     });
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    const paths = doc.paths as Record<string, Record<string, Json>>;
+    const withApiKey = Object.entries(paths)
+      .filter(([, ops]) =>
+        Object.values(ops).some((op) => JSON.stringify(op.security ?? []).includes("apiKeyHeader")),
+      )
+      .map(([path]) => path);
+    expect(withApiKey).toEqual(["/v1/messages", "/v1/messages/count_tokens"]);
   });
 
   it("lists every request field of the spec's table", () => {

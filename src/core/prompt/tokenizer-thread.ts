@@ -57,6 +57,12 @@ export class TokenizerThread {
     return (reply as { lists: number[][] }).lists;
   }
 
+  /** The ids' text, special tokens included. */
+  async decode(ids: number[]): Promise<string> {
+    const reply = await this.run({ kind: "decode", ids });
+    return (reply as { text: string }).text;
+  }
+
   async close(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;

@@ -1,6 +1,6 @@
 /**
  * Thread entry of a model's prompt tokenizer (`TokenizerThread`): loads the model's tokenizer and
- * encodes prompts (stopping once one cannot fit) and word lists, so no prompt's tokenization runs
+ * encodes prompts (stopping once one cannot fit) and word lists, and decodes ids (/detokenize), so no prompt's tokenization runs
  * on the thread that steps the model.
  */
 import { parentPort, workerData } from "node:worker_threads";
@@ -18,11 +18,13 @@ export type TokenizeJob =
       limit: number;
       keepLast?: number;
     }
-  | { id: number; kind: "words"; texts: string[] };
+  | { id: number; kind: "words"; texts: string[] }
+  | { id: number; kind: "decode"; ids: number[] };
 
 export type TokenizeReply =
   | { id: number; result: BoundedIds }
   | { id: number; lists: number[][] }
+  | { id: number; text: string }
   | { id: number; error: string };
 
 /** Sent once, after the tokenizer loaded (or failed to). */
@@ -54,6 +56,12 @@ try {
     try {
       if (job.kind === "words")
         port.postMessage({ id: job.id, lists: job.texts.map(encode) } satisfies TokenizeReply);
+      // Special tokens stay in the text, as vLLM's /detokenize gives them.
+      else if (job.kind === "decode")
+        port.postMessage({
+          id: job.id,
+          text: tok.decode(job.ids, { skip_special_tokens: false }),
+        } satisfies TokenizeReply);
       else
         port.postMessage({
           id: job.id,

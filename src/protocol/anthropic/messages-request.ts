@@ -1,0 +1,366 @@
+/**
+ * The Anthropic Messages request (`POST /v1/messages`, and its `count_tokens` sibling): the wire
+ * fields with Anthropic's names and ranges, and their translation into the chat completion request
+ * the chat route already parses — the same messages, template, tools, constraints and engine
+ * request, so Messages is an edge translation, not a second generation path.
+ */
+import { ApiError, invalidRequest, unsupportedField } from "../../errors.ts";
+import { type ChatCompletionRequest, parseChatCompletionRequest } from "../chat-request.ts";
+import type { ChatMessage, ToolCall } from "../messages.ts";
+import {
+  array,
+  boolean,
+  compactJson,
+  documented,
+  type Infer,
+  integer,
+  isArray,
+  isString,
+  jsonObject,
+  literal,
+  number,
+  object,
+  optional,
+  required,
+  type Schema,
+  string,
+  tagged,
+  union,
+  valueError,
+  withDefault,
+} from "../schema.ts";
+
+const nullable = { nullable: true };
+
+/** Accepted on any block: this server caches every prompt prefix on its own (the prefix cache). */
+const cacheControl = optional(
+  object({
+    type: required(literal(["ephemeral"])),
+    ttl: optional(literal(["5m", "1h"])),
+  }),
+  {
+    ...nullable,
+    description: "Accepted; prompt prefixes are cached automatically whether or not it is set.",
+  },
+);
+
+const textBlock = object({
+  type: required(literal(["text"])),
+  text: required(string()),
+  cache_control: cacheControl,
+});
+type TextBlock = Infer<typeof textBlock>;
+
+const toolUseBlock = object({
+  type: required(literal(["tool_use"])),
+  id: required(string({ minLength: 1 })),
+  name: required(string({ minLength: 1 })),
+  input: required(jsonObject()),
+  cache_control: cacheControl,
+});
+
+const MEDIA_BLOCKS = ["image", "document", "search_result", "container_upload"];
+
+const rejectBlock = (allowed: string) => (type: string, typePath: string) =>
+  MEDIA_BLOCKS.includes(type)
+    ? unsupportedField(typePath, `"${type}" blocks need a multimodal model; the served model is text-only`)
+    : valueError(typePath, `unknown content block type ${JSON.stringify(type)}; expected ${allowed}.`);
+
+const toolResultContent = union<string | TextBlock[]>(
+  [
+    { when: isString, schema: string() },
+    {
+      when: isArray,
+      schema: array(tagged<TextBlock>("type", { text: textBlock }, { reject: rejectBlock('"text"') })),
+    },
+  ],
+  "a string or an array of text blocks",
+);
+
+const toolResultBlock = object({
+  type: required(literal(["tool_result"])),
+  tool_use_id: required(string({ minLength: 1 })),
+  content: optional(toolResultContent),
+  is_error: withDefault(boolean(), false, {
+    description: "true: the tool failed; its content reaches the model prefixed with `Error: `.",
+  }),
+  cache_control: cacheControl,
+});
+
+type Block = Infer<typeof textBlock> | Infer<typeof toolUseBlock> | Infer<typeof toolResultBlock>;
+
+const userBlock = tagged<Block>(
+  "type",
+  { text: textBlock, tool_result: toolResultBlock },
+  { reject: rejectBlock('"text" or "tool_result"') },
+);
+const assistantBlock = tagged<Block>(
+  "type",
+  { text: textBlock, tool_use: toolUseBlock },
+  { reject: rejectBlock('"text" or "tool_use"') },
+);
+
+/** A user turn has at least one block (Anthropic's rule); an assistant turn, a prefill, may have none. */
+const blocks = (block: Schema<Block>, minItems: number) =>
+  union<string | Block[]>(
+    [
+      { when: isString, schema: string() },
+      { when: isArray, schema: array(block, { minItems }) },
+    ],
+    "a string or an array of content blocks",
+  );
+
+const messageSchema = tagged<{ role: "user" | "assistant"; content: string | Block[] }>(
+  "role",
+  {
+    user: object({ role: required(literal(["user"])), content: required(blocks(userBlock, 1)) }),
+    assistant: object({
+      role: required(literal(["assistant"])),
+      content: required(blocks(assistantBlock, 0)),
+    }),
+  },
+  {
+    reject: (role, path) =>
+      valueError(path, `expected "user" or "assistant", but got ${JSON.stringify(role)}.`),
+  },
+);
+
+const systemSchema = union<string | TextBlock[]>(
+  [
+    { when: isString, schema: string() },
+    { when: isArray, schema: array(textBlock) },
+  ],
+  "a string or an array of text blocks",
+);
+
+const toolSchema = object({
+  type: optional(literal(["custom"]), nullable),
+  name: required(string({ minLength: 1, maxLength: 128 })),
+  description: optional(string()),
+  input_schema: required(
+    documented(jsonObject(), { properties: { type: { const: "object" } }, required: ["type"] }),
+    { description: 'A JSON Schema of "type": "object" for the tool\'s input.' },
+  ),
+  cache_control: cacheControl,
+});
+
+const parallel = optional(boolean(), {
+  description: "true: at most one tool call (chat's parallel_tool_calls=false).",
+});
+const toolChoiceSchema = tagged<ToolChoice>(
+  "type",
+  {
+    auto: object({ type: required(literal(["auto"])), disable_parallel_tool_use: parallel }),
+    any: object({ type: required(literal(["any"])), disable_parallel_tool_use: parallel }),
+    tool: object({
+      type: required(literal(["tool"])),
+      name: required(string()),
+      disable_parallel_tool_use: parallel,
+    }),
+    none: object({ type: required(literal(["none"])) }),
+  },
+  {
+    reject: (t, path) =>
+      valueError(path, `expected one of "auto", "any", "tool", "none", but got ${JSON.stringify(t)}.`),
+  },
+);
+type ToolChoice =
+  | { type: "auto" | "any"; disable_parallel_tool_use?: boolean }
+  | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
+  | { type: "none" };
+
+/** Only `disabled`: reasoning output is not served yet, so enabling it is refused, never ignored. */
+const thinkingSchema = tagged<{ type: "disabled" }>(
+  "type",
+  { disabled: object({ type: required(literal(["disabled"])) }) },
+  {
+    reject: (t, path) =>
+      unsupportedField(
+        path.replace(/\.type$/, ""),
+        `thinking of type ${JSON.stringify(t)}: this server does not serve reasoning output yet; send {"type": "disabled"} or leave thinking out`,
+      ),
+  },
+);
+
+/** The fields both routes read: the conversation, its system prompt and its tools. */
+const promptShape = {
+  model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
+  messages: required(array(messageSchema, { minItems: 1 }), {
+    description: "The conversation: user and assistant turns.",
+  }),
+  system: optional(systemSchema, { description: "The system prompt: a string or text blocks." }),
+  tools: optional(array(toolSchema), { description: "Tools the model may call (client tools only)." }),
+  tool_choice: optional(toolChoiceSchema, {
+    description:
+      "auto (the default with tools): calls are parsed from the output; any / tool (one of tools, by name): the output is constrained to a valid call; none: text only. Every type but none needs tools. Servers started with --strict-tool-choice take only none.",
+  }),
+  thinking: optional(thinkingSchema, {
+    description: 'Only {"type": "disabled"}: reasoning output is not served yet.',
+  }),
+};
+
+/** What JSON Schema can state of tool_choice's rule: a type other than none needs tools. */
+const TOOL_CHOICE_NEEDS_TOOLS = {
+  anyOf: [
+    { not: { required: ["tool_choice"] } },
+    { properties: { tool_choice: { properties: { type: { const: "none" } } } } },
+    { required: ["tools"], properties: { tools: { minItems: 1 } } },
+  ],
+};
+
+export const messagesRequestSchema = documented(
+  object(
+    {
+      ...promptShape,
+      max_tokens: required(integer({ minimum: 1 }), { description: "Most tokens to generate." }),
+      stop_sequences: optional(array(string({ minLength: 1 })), {
+        description: "Strings that end the generation (stop_reason stop_sequence).",
+      }),
+      temperature: optional(number({ minimum: 0, maximum: 1 }), {
+        description: "0 is greedy. Absent: the model's generation_config, else 1.",
+      }),
+      top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 })),
+      top_k: optional(integer({ minimum: 0 }), { description: "0: off." }),
+      metadata: optional(object({ user_id: optional(string({ maxLength: 256 }), nullable) }), {
+        description: "user_id names the end user in the server's log.",
+      }),
+      stream: withDefault(boolean(), false),
+    },
+    { description: "An Anthropic Messages API request." },
+  ),
+  TOOL_CHOICE_NEEDS_TOOLS,
+);
+
+export const countTokensRequestSchema = documented(
+  object(promptShape, {
+    description: "The prompt part of a Messages request, counted without generating.",
+  }),
+  TOOL_CHOICE_NEEDS_TOOLS,
+);
+
+export type MessagesWire = Infer<typeof messagesRequestSchema>;
+type PromptWire = Infer<typeof countTokensRequestSchema>;
+
+/** A parsed Messages request: the chat request it translates to, plus what the response needs. */
+export interface MessagesRequest {
+  model: string;
+  stream: boolean;
+  chat: ChatCompletionRequest;
+}
+
+/** Parses a Messages body; errors name the Anthropic field. */
+export function parseMessagesRequest(body: unknown): MessagesRequest {
+  const wire = messagesRequestSchema.parse(body, "");
+  const chat = toChatRequest(wire, {
+    max_tokens: wire.max_tokens,
+    stop: wire.stop_sequences,
+    temperature: wire.temperature,
+    top_p: wire.top_p,
+    top_k: wire.top_k,
+    user: wire.metadata?.user_id ?? undefined,
+    stream: wire.stream,
+    // The Messages stream always ends with its usage (message_delta).
+    stream_options: wire.stream ? { include_usage: true } : undefined,
+  });
+  return { model: wire.model, stream: wire.stream, chat };
+}
+
+/** Parses a count_tokens body into the chat request whose prompt is counted. */
+export function parseCountTokensRequest(body: unknown): ChatCompletionRequest {
+  return toChatRequest(countTokensRequestSchema.parse(body, ""), {});
+}
+
+/** The one chat field path that can reach a client through the chat parser, by its Messages name. */
+const renamed = (text: string): string =>
+  text.replace(/tools\[(\d+)\]\.function\.parameters/g, "tools[$1].input_schema");
+
+function toChatRequest(wire: PromptWire, sampling: Record<string, unknown>): ChatCompletionRequest {
+  const tools = wire.tools ?? [];
+  const choice = wire.tool_choice ?? { type: tools.length > 0 ? "auto" : "none" };
+  if (choice.type !== "none" && tools.length === 0)
+    throw invalidRequest(`tool_choice of type "${choice.type}" needs tools.`, "tool_choice");
+  if (choice.type === "tool" && !tools.some((t) => t.name === choice.name))
+    throw invalidRequest(
+      `tool_choice names the tool "${choice.name}", which is not one of tools.`,
+      "tool_choice.name",
+    );
+  const body = {
+    model: wire.model,
+    messages: chatMessages(wire),
+    ...(tools.length > 0 && {
+      tools: tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.input_schema },
+      })),
+    }),
+    tool_choice: chatToolChoice(choice),
+    parallel_tool_calls: !("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use),
+    ...sampling,
+  };
+  try {
+    return parseChatCompletionRequest(compactJson(body));
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError(err.status, err.type, renamed(err.message), err.param && renamed(err.param), err.code);
+  }
+}
+
+function chatToolChoice(choice: ToolChoice): ChatCompletionRequest["tool_choice"] {
+  switch (choice.type) {
+    case "none":
+    case "auto":
+      return choice.type;
+    case "any":
+      return "required";
+    case "tool":
+      return { type: "function", function: { name: choice.name } };
+  }
+}
+
+const textOf = (content: string | TextBlock[]): string =>
+  typeof content === "string" ? content : content.map((b) => b.text).join("\n");
+
+/**
+ * Anthropic's turns as chat messages: the system prompt first; a user turn's tool_result blocks
+ * become tool messages (in order, before its text, as Anthropic requires them first); an assistant
+ * turn's tool_use blocks become its tool_calls.
+ */
+export function chatMessages(wire: Pick<PromptWire, "system" | "messages">): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  if (wire.system !== undefined) out.push({ role: "system", content: textOf(wire.system) });
+  for (const m of wire.messages) {
+    if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+      continue;
+    }
+    if (m.role === "assistant") {
+      const text = m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
+      const calls: ToolCall[] = m.content.flatMap((b) =>
+        b.type === "tool_use"
+          ? [
+              {
+                id: b.id,
+                type: "function" as const,
+                function: { name: b.name, arguments: JSON.stringify(b.input) },
+              },
+            ]
+          : [],
+      );
+      out.push({ role: "assistant", content: text, ...(calls.length > 0 && { tool_calls: calls }) });
+      continue;
+    }
+    const texts: string[] = [];
+    for (const b of m.content) {
+      if (b.type === "tool_result") {
+        const result = b.content === undefined ? "" : textOf(b.content);
+        out.push({
+          role: "tool",
+          tool_call_id: b.tool_use_id,
+          content: b.is_error ? `Error: ${result}` : result,
+        });
+      } else if (b.type === "text") texts.push(b.text);
+    }
+    if (texts.length > 0) out.push({ role: "user", content: texts.join("\n") });
+  }
+  return out;
+}
