@@ -103,7 +103,7 @@ export const structuredOutputsSchema = documented(
       { ...nullable, description: "A JSON Schema, as an object or as its JSON text." },
     ),
     regex: optional(string(), nullable),
-    choice: optional(array(string()), nullable),
+    choice: optional(documented(array(string()), { minItems: 1 }), nullable),
     grammar: optional(string(), nullable),
     json_object: optional(documented(boolean(), { const: true }), nullable),
     disable_fallback: withDefault(boolean(), false, nullable),

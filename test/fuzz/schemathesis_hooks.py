@@ -91,6 +91,9 @@ def _may_overflow_context(body: dict, path: str) -> bool:
     asked = body.get("max_completion_tokens", body.get("max_tokens"))
     if not _whole(asked):
         asked = COMPLETIONS_DEFAULT_MAX_TOKENS if path == COMPLETIONS else 1
+    truncate = body.get("truncate_prompt_tokens")
+    if _whole(truncate) and truncate >= 0 and truncate + asked > MODEL_CONTEXT:
+        return True
     return tokens + TEMPLATE_TOKENS + asked > MODEL_CONTEXT
 
 
