@@ -404,8 +404,8 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "format time",
     schema: { type: "string", format: "time" },
-    valid: ["10:00:00Z"],
-    invalid: ["x", "25:00:00Z"],
+    valid: ["10:00:00Z", "23:59:59.5+01:00"],
+    invalid: ["x", "25:00:00Z", "05:34:60.685Z"],
   },
   {
     name: "format email",
@@ -422,8 +422,8 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "format ipv4",
     schema: { type: "string", format: "ipv4" },
-    valid: ["1.2.3.4"],
-    invalid: ["x", "256.1.1.1", "1.2.3"],
+    valid: ["1.2.3.4", "255.0.10.199"],
+    invalid: ["x", "256.1.1.1", "1.2.3", "44.44.065.146"],
   },
   {
     name: "format ipv6",

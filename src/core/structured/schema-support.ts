@@ -259,10 +259,16 @@ const DATE =
   "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
 const TIME =
   "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+const OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = `(?:${OCTET}\\.){3}${OCTET}`;
 /** Formats given to the backend as patterns: its own grammars accept dates such as 2024-02-30. */
 const FORMAT_PATTERNS: Record<string, string> = {
   date: `^${DATE}$`,
   "date-time": `^${DATE}T${TIME}$`,
+  // Without leap seconds (RFC 3339 allows 60 only at 23:59 UTC) and with ipv4 octets without
+  // leading zeros: the backend's own grammars let both through.
+  time: `^${TIME}$`,
+  ipv4: `^${IPV4}$`,
   // OpenAPI's base64 bytes (RFC 4648 with padding).
   byte: "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
 };
@@ -275,6 +281,8 @@ const JSON_STRING_CHAR = '[^\\x00-\\x1f"\\\\]';
  * minLength/maxLength lets raw control characters (a tab) into the string, which is not JSON, and
  * puts an unbounded run before the counted one, so every step weighs every split of the text so
  * far (1 ms per token at minLength 2,000; here 1 µs). Escapes are not generated, as before.
+ * Debt: the backend reads a class such as JSON_STRING_CHAR over bytes without checking UTF-8, so
+ * a malformed multi-byte sequence counts as one character (lone byte tokens can spell one).
  */
 function lengthPattern(min = 0, max?: number): string {
   const head = min > 0 ? `${JSON_STRING_CHAR}{${min}}` : "";
