@@ -65,9 +65,11 @@ async function schemaEbnf(
   }
   rangeRules.forEach((rule, i) => {
     const literal = `"\\"${RANGE_SLOT}${i}\\""`;
-    if (!ebnf.includes(literal)) throw new Error(`numeric range ${i} is missing from the schema's grammar`);
-    ebnf = `${ebnf.replaceAll(literal, rangeRuleName(i))}\n${rule}`;
+    // A range in a definition nothing references is not in the grammar.
+    if (ebnf.includes(literal)) ebnf = `${ebnf.replaceAll(literal, rangeRuleName(i))}\n${rule}`;
   });
+  // A marker left anywhere else (inside a longer literal) would be generated as text: refuse.
+  if (ebnf.includes(RANGE_SLOT)) throw new Error("a numeric range the grammar does not keep apart");
   return ebnf;
 }
 
