@@ -154,13 +154,13 @@ describe.skipIf(!haveDefaultModel)("structured outputs through the OpenAI client
         type: "json_schema",
         json_schema: {
           name: "x",
-          schema: { type: "object", patternProperties: { "^a": { type: "integer" } } },
+          schema: { type: "object", propertyNames: { pattern: "^a" } },
         },
       },
     });
     await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(refused).rejects.toMatchObject({ param: "response_format.json_schema.schema" });
-    await expect(refused).rejects.toThrow(/patternProperties/);
+    await expect(refused).rejects.toThrow(/propertyNames/);
     const two = client.chat.completions.create({
       model: MODEL,
       messages,

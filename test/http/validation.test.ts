@@ -275,10 +275,10 @@ const cases: FieldCase[] = [
       {
         value: {
           type: "json_schema",
-          json_schema: { name: "x", schema: { type: "array", uniqueItems: true } },
+          json_schema: { name: "x", schema: { type: "array", contains: { type: "integer" } } },
         },
         param: "response_format.json_schema.schema",
-        label: "uniqueItems",
+        label: "contains",
       },
       { value: { type: "json_schema" }, param: "response_format.json_schema" },
       { value: { type: "xml" }, param: "response_format.type" },

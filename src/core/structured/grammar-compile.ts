@@ -6,7 +6,7 @@
  */
 import { ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
 import { forBackend } from "./regex-support.ts";
-import { withBackendPatterns } from "./schema-support.ts";
+import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 import {
   type CompiledGrammar,
@@ -45,6 +45,34 @@ function regexTag(pattern: string): string {
   return JSON.stringify({ type: "structural_tag", format: { type: "regex", pattern: forBackend(pattern) } });
 }
 
+/**
+ * A JSON Schema constraint as the backend's grammar: XGrammar's own, with each numeric range's
+ * marker const replaced by its exact rule (schema-support.ts backendJsonSchema). Without ranges,
+ * undefined: the schema is compiled directly.
+ */
+async function schemaEbnf(
+  xg: XGrammar,
+  c: { schema: string; anyWhitespace: boolean },
+): Promise<string | undefined> {
+  const { schema, rangeRules } = backendJsonSchema(JSON.parse(c.schema));
+  if (rangeRules.length === 0) return undefined;
+  const grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), ...jsonArgs(c.anyWhitespace), true);
+  let ebnf: string;
+  try {
+    ebnf = grammar.toString();
+  } finally {
+    grammar.dispose();
+  }
+  rangeRules.forEach((rule, i) => {
+    const literal = `"\\"${RANGE_SLOT}${i}\\""`;
+    // A range in a definition nothing references is not in the grammar.
+    if (ebnf.includes(literal)) ebnf = `${ebnf.replaceAll(literal, rangeRuleName(i))}\n${rule}`;
+  });
+  // A marker left anywhere else (inside a longer literal) would be generated as text: refuse.
+  if (ebnf.includes(RANGE_SLOT)) throw new Error("a numeric range the grammar does not keep apart");
+  return ebnf;
+}
+
 function schemaText(schema: string): string {
   return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
 }
@@ -76,8 +104,11 @@ function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | 
 
 export async function parseWith(xg: XGrammar, c: StructuredConstraint) {
   switch (c.kind) {
-    case "json_schema":
+    case "json_schema": {
+      const ebnf = await schemaEbnf(xg, c);
+      if (ebnf !== undefined) return xg.Grammar.fromEBNF(ebnf);
       return xg.Grammar.fromJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
+    }
     case "json_object":
       return xg.Grammar.fromJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
     case "regex":
@@ -91,9 +122,16 @@ export async function parseWith(xg: XGrammar, c: StructuredConstraint) {
   }
 }
 
-export async function compileWith({ compiler }: Instance, c: StructuredConstraint): Promise<CompiledGrammar> {
+export async function compileWith(
+  { xg, compiler }: Instance,
+  c: StructuredConstraint,
+): Promise<CompiledGrammar> {
   switch (c.kind) {
     case "json_schema":
+      {
+        const ebnf = await schemaEbnf(xg, c);
+        if (ebnf !== undefined) return compiler.compileGrammar(ebnf);
+      }
       return compiler.compileJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
     case "json_object":
       return compiler.compileJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);

@@ -7,7 +7,10 @@
  * (test/structured/schema-support.test.ts keeps those experiments): a keyword stays allowed only if
  * every such instance is rejected.
  */
+
+import { integerBounds, rangeRules } from "./numeric-range.ts";
 import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
+import { normalizeSchema } from "./schema-normalize.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -23,6 +26,7 @@ export const ENFORCED_FORMATS = new Set([
   "hostname",
   "uri",
   "duration",
+  "byte",
 ]);
 
 /** Assertion keywords the backend does not enforce (or enforces wrongly): always refused. */
@@ -77,8 +81,23 @@ export class UnsupportedSchema extends Error {
   }
 }
 
-/** Throws UnsupportedSchema naming the first feature the backend would not enforce. */
-export function checkJsonSchema(root: unknown): void {
+export interface CheckOptions {
+  /**
+   * Numeric bounds are enforced by grammar rules spliced into the backend's grammar
+   * (backendJsonSchema), which only a constraint compiled from the schema alone takes; inside
+   * structural tags and tool calls they are refused beyond minimum 0 or 1 on integers.
+   */
+  numericRanges?: boolean;
+}
+
+/**
+ * Throws UnsupportedSchema naming the first feature the backend would not enforce in the schema
+ * as rewritten by schema-normalize.ts (the form the backend is given).
+ */
+export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
+  const root = normalizeSchema(schema);
+  if (options.numericRanges && JSON.stringify(root).includes(RANGE_SLOT))
+    throw new UnsupportedSchema("", `the text ${RANGE_SLOT}, which marks numeric ranges`);
   const seen = new Set<unknown>();
   const walk = (s: unknown, at: string): void => {
     if (s === true) return;
@@ -126,7 +145,17 @@ export function checkJsonSchema(root: unknown): void {
     // through, number bounds let values just outside pass); only a lower bound of 0 or 1 on
     // integers held in every probe.
     const bounds = NUMBER_KEYWORDS.filter((k) => k in o);
-    if (bounds.length > 0) {
+    if (bounds.length > 0 && options.numericRanges) {
+      if (!types?.every((t) => t === "integer" || t === "number" || t === "null"))
+        throw new UnsupportedSchema(
+          at,
+          `${bounds.join(" and ")} beside types other than integer, number and null`,
+        );
+      if ("enum" in o || "const" in o)
+        throw new UnsupportedSchema(at, `${bounds.join(" and ")} beside enum or const`);
+      const b = integerBounds(o);
+      if ("refused" in b) throw new UnsupportedSchema(at, b.refused);
+    } else if (bounds.length > 0) {
       const safe =
         bounds.length === 1 &&
         bounds[0] === "minimum" &&
@@ -230,8 +259,19 @@ const DATE =
   "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
 const TIME =
   "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+const OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = `(?:${OCTET}\\.){3}${OCTET}`;
 /** Formats given to the backend as patterns: its own grammars accept dates such as 2024-02-30. */
-const FORMAT_PATTERNS: Record<string, string> = { date: `^${DATE}$`, "date-time": `^${DATE}T${TIME}$` };
+const FORMAT_PATTERNS: Record<string, string> = {
+  date: `^${DATE}$`,
+  "date-time": `^${DATE}T${TIME}$`,
+  // Without leap seconds (RFC 3339 allows 60 only at 23:59 UTC) and with ipv4 octets without
+  // leading zeros: the backend's own grammars let both through.
+  time: `^${TIME}$`,
+  ipv4: `^${IPV4}$`,
+  // OpenAPI's base64 bytes (RFC 4648 with padding).
+  byte: "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+};
 
 /** A character a JSON string holds unescaped: not a control character, quote or backslash. */
 const JSON_STRING_CHAR = '[^\\x00-\\x1f"\\\\]';
@@ -241,6 +281,8 @@ const JSON_STRING_CHAR = '[^\\x00-\\x1f"\\\\]';
  * minLength/maxLength lets raw control characters (a tab) into the string, which is not JSON, and
  * puts an unbounded run before the counted one, so every step weighs every split of the text so
  * far (1 ms per token at minLength 2,000; here 1 µs). Escapes are not generated, as before.
+ * Debt: the backend reads a class such as JSON_STRING_CHAR over bytes without checking UTF-8, so
+ * a malformed multi-byte sequence counts as one character (lone byte tokens can spell one).
  */
 function lengthPattern(min = 0, max?: number): string {
   const head = min > 0 ? `${JSON_STRING_CHAR}{${min}}` : "";
@@ -249,14 +291,49 @@ function lengthPattern(min = 0, max?: number): string {
   return `^${head}${tail}$`;
 }
 
+/** The schema as the backend is given it: normalized (schema-normalize.ts), then rewritten by backendPatterns. */
+export function withBackendPatterns(schema: unknown): unknown {
+  return backendPatterns(normalizeSchema(schema));
+}
+
+/** Marks, as a const string, where a numeric range's grammar rule goes (followed by its index). */
+export const RANGE_SLOT = "ortserve-range-";
+
+/**
+ * The schema as the backend is given it when numeric ranges are enforced: withBackendPatterns,
+ * and each bounded number replaced by the const `${RANGE_SLOT}<i>`, whose grammar (EBNF rules
+ * entered by rangeRuleName(i), numeric-range.ts) is rangeRules[i]. Call after checkJsonSchema with numericRanges.
+ */
+export function backendJsonSchema(schema: unknown): { schema: unknown; rangeRules: string[] } {
+  const rangeRules: string[] = [];
+  return { schema: backendPatterns(normalizeSchema(schema), rangeRules), rangeRules };
+}
+
+/** The EBNF rules of range slot i, entered by rangeRuleName(i). */
+function rangeRule(o: Record<string, unknown>, i: number): string {
+  const b = integerBounds(o);
+  if ("refused" in b) throw new Error(b.refused);
+  const types = (Array.isArray(o.type) ? o.type : [o.type]) as string[];
+  return rangeRules(rangeRuleName(i), b, types.includes("number"), types.includes("null")).join("\n");
+}
+
+export function rangeRuleName(i: number): string {
+  return `ortserve_range_${i}`;
+}
+
 /**
  * The schema as the backend must read it: every `pattern` in the JSON-safe form (regex-support.ts
  * forJsonString), the date formats as exact patterns and string lengths as patterns (lengthPattern).
  * Call after checkJsonSchema passed.
  */
-export function withBackendPatterns(schema: unknown): unknown {
+function backendPatterns(schema: unknown, rangeRules?: string[]): unknown {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
   const out: Record<string, unknown> = { ...schema };
+  if (rangeRules && NUMBER_KEYWORDS.some((k) => k in out)) {
+    rangeRules.push(rangeRule(out, rangeRules.length));
+    return { const: `${RANGE_SLOT}${rangeRules.length - 1}` };
+  }
+  const sub = (s: unknown) => backendPatterns(s, rangeRules);
   if (typeof out.pattern === "string") {
     const json = forJsonString(out.pattern);
     if ("pattern" in json) out.pattern = json.pattern;
@@ -273,11 +350,9 @@ export function withBackendPatterns(schema: unknown): unknown {
   // Recursion only into the places a subschema may sit (checkJsonSchema refused the others).
   for (const k of ["properties", "$defs", "definitions"])
     if (typeof out[k] === "object" && out[k] !== null)
-      out[k] = Object.fromEntries(
-        Object.entries(out[k]).map(([name, sub]) => [name, withBackendPatterns(sub)]),
-      );
+      out[k] = Object.fromEntries(Object.entries(out[k]).map(([name, v]) => [name, sub(v)]));
   for (const k of ["anyOf", "allOf", "prefixItems"])
-    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(withBackendPatterns);
-  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = withBackendPatterns(out[k]);
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(sub);
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k]);
   return out;
 }

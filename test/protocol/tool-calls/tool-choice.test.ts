@@ -52,12 +52,12 @@ describe("tool_choice parsing", () => {
   });
 
   it("a parameter keyword the backend cannot enforce is a 400 naming the tool and the keyword", () => {
-    const bad = tool("f", { type: "object", properties: { a: { type: "string" } }, patternProperties: {} });
+    const bad = tool("f", { type: "object", properties: { a: { type: "string" } }, propertyNames: { pattern: "^a" } });
     const e = expect400(
       () => parse({ tools: wire([ping, bad]), tool_choice: "required" }),
       "tools[1].function.parameters",
     );
-    expect(e.message).toMatch(/"f".*patternProperties/);
+    expect(e.message).toMatch(/"f".*propertyNames/);
     const any = tool("g", {});
     expect400(() => parse({ tools: wire([any]), tool_choice: "required" }), "tools[0].function.parameters");
     // Under auto nothing is constrained, so nothing needs enforcing.
