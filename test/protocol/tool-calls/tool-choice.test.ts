@@ -52,7 +52,11 @@ describe("tool_choice parsing", () => {
   });
 
   it("a parameter keyword the backend cannot enforce is a 400 naming the tool and the keyword", () => {
-    const bad = tool("f", { type: "object", properties: { a: { type: "string" } }, propertyNames: { pattern: "^a" } });
+    const bad = tool("f", {
+      type: "object",
+      properties: { a: { type: "string" } },
+      propertyNames: { pattern: "^a" },
+    });
     const e = expect400(
       () => parse({ tools: wire([ping, bad]), tool_choice: "required" }),
       "tools[1].function.parameters",
