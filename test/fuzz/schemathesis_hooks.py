@@ -1,6 +1,7 @@
-"""Schemathesis hooks that steer generated chat requests past the first checks, so fuzzing
-reaches body validation and the engine: most requests drop the optional project header (its
-format is checked before the body), and half name the served model."""
+"""Schemathesis hooks. Positive cases are steered past the first checks, so fuzzing reaches body
+validation and the engine: most drop the optional project header (its format is checked before
+the body), and half name the served model. Positive cases that break a documented rule the schema
+cannot state are dropped. Negative cases are left as generated."""
 import json
 import random
 import re
@@ -30,17 +31,29 @@ MAX_LOGPROBS = 20
 
 
 @schemathesis.hook
-def map_headers(ctx, headers):
-    if ctx.operation.path == CHAT and headers and random.random() < 0.8:
-        headers.pop("Compat-Project", None)
-    return headers
+def map_body(ctx, body):
+    """Names the served model in half the bodies, only where a string model is already there: a
+    negative case that left the field out, or gave it the wrong type, stays invalid."""
+    if (
+        ctx.operation.path in MODEL_ROUTES
+        and isinstance(body, dict)
+        and isinstance(body.get("model"), str)
+        and random.random() < 0.5
+    ):
+        body["model"] = SERVED_MODEL
+    return body
 
 
 @schemathesis.hook
-def map_body(ctx, body):
-    if ctx.operation.path in MODEL_ROUTES and isinstance(body, dict) and random.random() < 0.5:
-        body["model"] = SERVED_MODEL
-    return body
+def map_case(ctx, case):
+    """Positive cases only (after filter_case): most drop the optional project header. A negative
+    case keeps the header it may have broken."""
+    meta = case.meta
+    if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
+        return case
+    if case.operation.path == CHAT and case.headers and random.random() < 0.8:
+        case.headers.pop("Compat-Project", None)
+    return case
 
 
 # The documented Compat-Project rule (src/protocol/openapi.ts): the generator has been seen to send
