@@ -51,6 +51,17 @@ function scaleMinK4(src: Uint8Array, s: number, j: number): [number, number] {
   ];
 }
 
+/** Q4_K/Q5_K's 8 sub-block scales d*sc and offsets -(dmin*m), from the super-block at `o`. */
+function scalesAndMinsK4(src: Uint8Array, o: number, out: IntegerBlocks, s: number): void {
+  const d = half(src, o);
+  const dmin = half(src, o + 2);
+  for (let j = 0; j < 8; j++) {
+    const [sc, m] = scaleMinK4(src, o + 4, j);
+    out.scales[s + j] = d * sc;
+    out.offsets![s + j] = -(dmin * m);
+  }
+}
+
 const DECODERS: Partial<Record<GgmlTypeId, Decoder>> = {
   // x = d * (q - 8); byte j holds elements j (low nibble) and j + 16.
   [GgmlType.Q4_0]: {
@@ -144,13 +155,7 @@ const DECODERS: Partial<Record<GgmlTypeId, Decoder>> = {
     max: 15,
     offsets: true,
     decode(src, o, out, e, s) {
-      const d = half(src, o);
-      const dmin = half(src, o + 2);
-      for (let j = 0; j < 8; j++) {
-        const [sc, m] = scaleMinK4(src, o + 4, j);
-        out.scales[s + j] = d * sc;
-        out.offsets![s + j] = -(dmin * m);
-      }
+      scalesAndMinsK4(src, o, out, s);
       for (let c = 0; c < 4; c++) {
         const qs = o + 16 + 32 * c;
         for (let l = 0; l < 32; l++) {
@@ -169,13 +174,7 @@ const DECODERS: Partial<Record<GgmlTypeId, Decoder>> = {
     max: 31,
     offsets: true,
     decode(src, o, out, e, s) {
-      const d = half(src, o);
-      const dmin = half(src, o + 2);
-      for (let j = 0; j < 8; j++) {
-        const [sc, m] = scaleMinK4(src, o + 4, j);
-        out.scales[s + j] = d * sc;
-        out.offsets![s + j] = -(dmin * m);
-      }
+      scalesAndMinsK4(src, o, out, s);
       const qh = o + 16;
       for (let c = 0; c < 4; c++) {
         const qs = o + 48 + 32 * c;
