@@ -92,6 +92,16 @@ describe("BatchRunner over the shared KV cache", () => {
     expect(outputs).toEqual(expected);
   });
 
+  it("onnxruntime-node's session as a DecoderSession: its inputs' types, and no unknown output", async () => {
+    expect(session.ragged).toBe(false);
+    expect(session.inputType("past_key_values.0.key")).toBe("float32");
+    expect(session.inputType("input_ids")).toBe("int64");
+    expect(session.inputType("nope")).toBeUndefined();
+    // onnxruntime-node would read a record without an output name as run options: refused instead.
+    await expect(session.run({}, { nope: null })).rejects.toThrow(/no output nope/);
+    await expect(session.run({}, {})).rejects.toThrow(/at least one output/);
+  });
+
   it("a row copied to another row continues identically (forks and compaction)", async () => {
     const runner = new BatchRunner(
       session,
