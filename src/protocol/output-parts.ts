@@ -18,6 +18,8 @@ export interface ResponseContext {
   created?: number;
   /** The model's tool-call parser (chat with tool_choice other than "none" uses it). */
   toolParser?: ToolParserName;
+  /** A reasoning model's chat: whether its output starts inside the think block. */
+  reasoning?: { opened: boolean };
 }
 
 export function completionId(requestId: string): string {

@@ -64,19 +64,31 @@ export const stopReason: JsonSchema = {
   description: 'The stop token id, the matched stop string, "repetition_detected", or null (EOS or length).',
 };
 
-const message = obj({
-  role: str,
-  content: nullable(str),
-  refusal: nullable(str),
-  annotations: nullable({ type: "array", items: { type: "object" } }),
-  audio: nullable(obj({ id: str, data: str, transcript: str, expires_at: int })),
-  function_call: nullable(obj({ name: str, arguments: str })),
-  tool_calls: {
-    type: "array",
-    items: obj({ id: str, type: { const: "function" }, function: obj({ name: str, arguments: str }) }),
+const reasoningText = {
+  ...str,
+  description: "A reasoning model's think block (its ortserve.json names a reasoning_parser).",
+};
+
+const message = obj(
+  {
+    role: str,
+    content: nullable(str),
+    refusal: nullable(str),
+    annotations: nullable({ type: "array", items: { type: "object" } }),
+    audio: nullable(obj({ id: str, data: str, transcript: str, expires_at: int })),
+    function_call: nullable(obj({ name: str, arguments: str })),
+    tool_calls: {
+      type: "array",
+      items: obj({ id: str, type: { const: "function" }, function: obj({ name: str, arguments: str }) }),
+    },
+    reasoning: nullable(reasoningText),
+    reasoning_content: {
+      ...nullable(str),
+      description: "Alias of reasoning, sent by reasoning models only.",
+    },
   },
-  reasoning: nullable(str),
-});
+  ["role", "content", "refusal", "annotations", "audio", "function_call", "tool_calls", "reasoning"],
+);
 
 export const promptLogprobs: JsonSchema = nullable({
   type: "array",
@@ -128,7 +140,16 @@ export const chatCompletionChunkSchema: JsonSchema = {
         items: obj(
           {
             index: int,
-            delta: obj({ role: str, content: str, tool_calls: { type: "array", items: toolCallDelta } }, []),
+            delta: obj(
+              {
+                role: str,
+                content: str,
+                reasoning: reasoningText,
+                reasoning_content: { ...str, description: "Alias of reasoning." },
+                tool_calls: { type: "array", items: toolCallDelta },
+              },
+              [],
+            ),
             logprobs: nullable(choiceLogprobs),
             finish_reason: nullable(chatFinishReason),
             stop_reason: stopReason,

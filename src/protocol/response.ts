@@ -20,6 +20,7 @@ import {
   unixSeconds,
   usage,
 } from "./output-parts.ts";
+import { splitReasoning } from "./reasoning/think-parser.ts";
 import { parseToolCalls, type ToolCall, toolCallParser } from "./tool-calls/parsers.ts";
 
 export interface ChatCompletionMessage {
@@ -30,7 +31,10 @@ export interface ChatCompletionMessage {
   audio: null;
   function_call: null;
   tool_calls: ToolCall[];
-  reasoning: null;
+  /** A reasoning model's think block (null without one, or with include_reasoning false). */
+  reasoning: string | null;
+  /** The same text under the name llama.cpp, SGLang and older vLLM use; reasoning models only. */
+  reasoning_content?: string | null;
 }
 
 export interface ChatCompletionChoice {
@@ -89,10 +93,15 @@ export class ChatCompletionAccumulator {
     const echo = echoText(req);
     const choices = states.map((c, index): ChatCompletionChoice => {
       if (!c.finish) throw internalError(`The engine finished without finishing choice ${index}.`);
+      const thinking = this.ctx.reasoning;
+      const split = thinking ? splitReasoning(c.text, thinking.opened) : { reasoning: null, content: c.text };
+      const answer = split.content ?? "";
       const parser = toolCallParser(req, this.ctx.toolParser);
-      const { content, calls } = parser
-        ? parseToolCalls(parser, c.text)
-        : { content: c.text, calls: [] as ToolCall[] };
+      const parsed = parser ? parseToolCalls(parser, answer) : { content: answer, calls: [] as ToolCall[] };
+      const { calls } = parsed;
+      // Output that ended inside the think block has no answer at all.
+      const content = split.content === null ? null : parsed.content;
+      const reasoning = req.include_reasoning ? split.reasoning : null;
       return {
         index,
         message: {
@@ -103,7 +112,8 @@ export class ChatCompletionAccumulator {
           audio: null,
           function_call: null,
           tool_calls: calls,
-          reasoning: null,
+          reasoning,
+          ...(thinking && { reasoning_content: reasoning }),
         },
         logprobs: req.logprobs ? { content: logprobEntries(c.logprobs ?? []) } : null,
         finish_reason: calls.length > 0 && c.finish.reason === "stop" ? "tool_calls" : c.finish.reason,

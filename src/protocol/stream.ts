@@ -24,6 +24,7 @@ import {
   unixSeconds,
   usage,
 } from "./output-parts.ts";
+import { type ReasoningPart, ThinkStreamParser } from "./reasoning/think-parser.ts";
 import { type ToolCallDelta, toolCallDeltas, toolCallHeader, toolCallParser } from "./tool-calls/parsers.ts";
 import type { ToolCallOutput, ToolCallStreamParser } from "./tool-calls/types.ts";
 
@@ -36,7 +37,14 @@ export interface ChatCompletionChunkChoice {
   token_ids?: number[] | null;
 }
 
-type ChunkDelta = { role?: string; content?: string; tool_calls?: ToolCallDelta[] };
+type ChunkDelta = {
+  role?: string;
+  content?: string;
+  /** A reasoning model's think block, under both names clients read (see response.ts). */
+  reasoning?: string;
+  reasoning_content?: string;
+  tool_calls?: ToolCallDelta[];
+};
 
 export interface ChatCompletionChunk {
   id: string;
@@ -68,6 +76,8 @@ export class ChatCompletionStreamer {
   private readonly toolParsers: (ToolCallStreamParser | undefined)[];
   /** Per choice, the tool calls started so far (the next call's index). */
   private readonly toolCalls: number[];
+  /** Per choice, for a reasoning model: its think block apart from the answer. */
+  private readonly reasoningParsers: (ThinkStreamParser | undefined)[];
   private sentAny = false;
   private started = false;
   private ended = false;
@@ -83,6 +93,10 @@ export class ChatCompletionStreamer {
     this.tracker = new ChoiceTracker(req.n, { keepOutput: false });
     this.toolParsers = Array.from({ length: req.n }, () => toolCallParser(req, ctx.toolParser, true));
     this.toolCalls = new Array<number>(req.n).fill(0);
+    const thinking = ctx.reasoning;
+    this.reasoningParsers = Array.from({ length: req.n }, () =>
+      thinking ? new ThinkStreamParser(thinking.opened) : undefined,
+    );
   }
 
   /** True after the last frame (usage chunk or error): the caller then writes [DONE]. */
@@ -106,10 +120,11 @@ export class ChatCompletionStreamer {
       case "delta": {
         this.start(frames, undefined);
         if (event.text === "" && event.tokenIds.length === 0) break;
-        const parser = this.toolParsers[event.choice];
-        const deltas = parser
-          ? this.toolDeltas(event.choice, parser.push(event.text))
-          : [{ content: event.text }];
+        const thinking = this.reasoningParsers[event.choice];
+        const parts: ReasoningPart[] = thinking
+          ? thinking.push(event.text)
+          : [{ kind: "content", text: event.text }];
+        const deltas = this.partDeltas(event.choice, parts);
         // Text held back by the tool parser still reports its tokens' logprobs and ids.
         if (deltas.length === 0 && (this.req.logprobs || this.req.return_token_ids)) deltas.push({});
         deltas.forEach((delta, i) => {
@@ -130,7 +145,8 @@ export class ChatCompletionStreamer {
       case "finish": {
         this.start(frames, undefined);
         const parser = this.toolParsers[event.choice];
-        for (const delta of parser ? this.toolDeltas(event.choice, parser.finish()) : [])
+        const held = this.partDeltas(event.choice, this.reasoningParsers[event.choice]?.finish() ?? []);
+        for (const delta of [...held, ...(parser ? this.toolDeltas(event.choice, parser.finish()) : [])])
           frames.push(
             this.chunk(
               { index: event.choice, delta, logprobs: null, finish_reason: null },
@@ -173,6 +189,19 @@ export class ChatCompletionStreamer {
     }
     if (frames.some((f) => f.type === "chunk")) this.sentAny = true;
     return frames;
+  }
+
+  /** Reasoning as its own deltas (unless include_reasoning is false); the answer through the tool parser. */
+  private partDeltas(choice: number, parts: ReasoningPart[]): ChunkDelta[] {
+    const deltas: ChunkDelta[] = [];
+    const parser = this.toolParsers[choice];
+    for (const part of parts) {
+      if (part.kind === "reasoning") {
+        if (this.req.include_reasoning) deltas.push({ reasoning: part.text, reasoning_content: part.text });
+      } else if (parser) deltas.push(...this.toolDeltas(choice, parser.push(part.text)));
+      else deltas.push({ content: part.text });
+    }
+    return deltas;
   }
 
   /** The tool parser's output as deltas: content, or a call's header and then its arguments. */

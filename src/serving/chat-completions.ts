@@ -8,6 +8,7 @@ import type { EngineModel } from "../engine/engine.ts";
 import { invalidRequest, unsupportedField } from "../errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../protocol/chat-request.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
+import { startsInReasoning } from "../protocol/reasoning/think-parser.ts";
 import { ChatCompletionAccumulator, type ChatCompletionResponse } from "../protocol/response.ts";
 import { type ChatCompletionChunk, ChatCompletionStreamer } from "../protocol/stream.ts";
 import { toEngineRequest } from "../protocol/to-engine.ts";
@@ -70,6 +71,16 @@ export async function chatPrompt(
   });
 }
 
+/**
+ * A reasoning model's chat output: whether it starts inside the think block (read from the rendered
+ * prompt); undefined for a model without a reasoning parser.
+ */
+export function chatReasoning(model: EngineModel, request: EngineRequest): { opened: boolean } | undefined {
+  const parser = model.resolution.model.reasoningParser;
+  if (!parser || !("text" in request.prompt)) return undefined;
+  return { opened: startsInReasoning(parser, request.prompt.text) };
+}
+
 /** A chat request's one engine request (the chat route's and every route translated into chat). */
 export async function chatEngineRequests(
   deps: ServingDeps,
@@ -78,14 +89,17 @@ export async function chatEngineRequests(
   requestId: string,
 ): Promise<EngineRequest[]> {
   const prompt = await chatPrompt(deps, req, model);
-  return [
-    toEngineRequest(req, {
-      requestId,
-      prompt,
-      vocabSize: model.info.vocabSize,
-      generationDefaults: model.info.generationDefaults,
-    }),
-  ];
+  const request = toEngineRequest(req, {
+    requestId,
+    prompt,
+    vocabSize: model.info.vocabSize,
+    generationDefaults: model.info.generationDefaults,
+  });
+  // A reasoning model thinks first: structured outputs and required tool calls bind its answer.
+  const reasoning = chatReasoning(model, request);
+  if (reasoning && request.constraint)
+    request.constraint = { ...request.constraint, afterThinking: reasoning };
+  return [request];
 }
 
 export class ChatCompletionsService extends GenerationService<
@@ -111,6 +125,10 @@ export class ChatCompletionsService extends GenerationService<
     requestId: string,
   ): Promise<EngineRequest[]> {
     return chatEngineRequests(this.deps, req, model, requestId);
+  }
+
+  protected override reasoning(model: EngineModel, requests: EngineRequest[]): ResponseContext["reasoning"] {
+    return chatReasoning(model, requests[0]!);
   }
 
   protected accumulator(

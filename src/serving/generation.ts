@@ -100,6 +100,10 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   /** One engine request per prompt (chat has one); their events reach the accumulator tagged. */
   protected abstract engineRequests(req: P, model: EngineModel, requestId: string): Promise<EngineRequest[]>;
   protected abstract accumulator(req: P, ctx: ResponseContext): Accumulator<J>;
+  /** Whether and where the output holds reasoning; routes that parse none keep this default. */
+  protected reasoning(_model: EngineModel, _requests: EngineRequest[]): ResponseContext["reasoning"] {
+    return undefined;
+  }
   protected abstract streamer(req: P, ctx: ResponseContext): Streamer<C>;
 
   /** Runs one request; failures are thrown as ApiErrors with the status the client gets. */
@@ -168,10 +172,11 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
       ctx,
       { ticket, timeoutMs: this.limits.requestTimeoutMs },
     );
-    const response = {
+    const response: ResponseContext = {
       requestId: tally.requestId,
       model: model.name,
       toolParser: model.resolution.model.toolParser,
+      reasoning: this.reasoning(model, requests),
     };
     if (req.stream) return this.streamed(run, this.streamer(req, response), ctx);
 

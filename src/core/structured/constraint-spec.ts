@@ -3,7 +3,16 @@
  * worker boundary inside the EngineRequest). The protocol layer builds it from `structured_outputs`
  * or `response_format`; the worker compiles it into a grammar over the model's vocabulary.
  */
-export type StructuredConstraint =
+export type StructuredConstraint = ConstraintKind & {
+  /**
+   * A reasoning model's output: the constraint binds only what follows its think block, which is
+   * free text up to `</think>` — already open when the prompt opened it (`opened`), else opened by
+   * the output's own `<think>` or skipped. The answer is still always inside the language.
+   */
+  afterThinking?: { opened: boolean };
+};
+
+type ConstraintKind =
   /** A JSON Schema (as JSON text); `anyWhitespace` false forces compact output. */
   | { kind: "json_schema"; schema: string; anyWhitespace: boolean }
   /** Any JSON object. */
@@ -16,6 +25,10 @@ export type StructuredConstraint =
   | { kind: "grammar"; grammar: string }
   /** XGrammar's structural tag (JSON text). */
   | { kind: "structural_tag"; structuralTag: string };
+
+/** The tags a reasoning model's think block is written between (the protocol layer reads them from here). */
+export const THINK_OPEN = "<think>";
+export const THINK_CLOSE = "</think>";
 
 /** The request field a constraint came from, for error messages. */
 export function constraintField(c: StructuredConstraint): string {

@@ -4,7 +4,7 @@
  * rewritten into the backend's reading). Shared by the engine's backend and the compile-budget
  * thread, so both compile exactly the same grammar.
  */
-import { ebnfString, type StructuredConstraint } from "./constraint-spec.ts";
+import { ebnfString, type StructuredConstraint, THINK_CLOSE, THINK_OPEN } from "./constraint-spec.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
@@ -102,7 +102,33 @@ function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | 
   return anyWhitespace ? [true, 2, undefined] : [false, -1, [",", ":"]];
 }
 
+/** The inner constraint's grammar as EBNF text (what XGrammar prints is what it parses). */
+async function constraintEbnf(xg: XGrammar, c: StructuredConstraint): Promise<string> {
+  const g = await parseWith(xg, c);
+  try {
+    return g.toString();
+  } finally {
+    g.dispose();
+  }
+}
+
+/**
+ * The structural tag of a constraint behind a think block: any text up to `</think>`, then the
+ * constraint's own grammar. When the prompt did not open the block, the output may open it with
+ * `<think>` or answer at once.
+ */
+async function afterThinkingTag(xg: XGrammar, c: StructuredConstraint): Promise<string> {
+  const { afterThinking, ...inner } = c;
+  const answer = { type: "grammar", grammar: await constraintEbnf(xg, inner as StructuredConstraint) };
+  const think = (begin: string) => ({ type: "tag", begin, content: { type: "any_text" }, end: THINK_CLOSE });
+  const format = afterThinking!.opened
+    ? { type: "sequence", elements: [think(""), answer] }
+    : { type: "or", elements: [{ type: "sequence", elements: [think(THINK_OPEN), answer] }, answer] };
+  return JSON.stringify({ type: "structural_tag", format });
+}
+
 export async function parseWith(xg: XGrammar, c: StructuredConstraint) {
+  if (c.afterThinking) return xg.Grammar.fromStructuralTag(await afterThinkingTag(xg, c));
   switch (c.kind) {
     case "json_schema": {
       const ebnf = await schemaEbnf(xg, c);
@@ -126,6 +152,7 @@ export async function compileWith(
   { xg, compiler }: Instance,
   c: StructuredConstraint,
 ): Promise<CompiledGrammar> {
+  if (c.afterThinking) return compiler.compileStructuralTag(await afterThinkingTag(xg, c));
   switch (c.kind) {
     case "json_schema":
       {

@@ -7,6 +7,8 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MODEL_FORMATS, MODEL_META_FILE, type ModelFormat } from "../fetch/model-meta.ts";
 import {
+  REASONING_PARSERS,
+  type ReasoningParserName,
   type SchedulingPolicy,
   type ServedModel,
   TOOL_PARSERS,
@@ -26,6 +28,7 @@ interface ModelSettings {
   format?: ModelFormat;
   schedulingPolicy: SchedulingPolicy;
   toolParser?: ToolParserName;
+  reasoningParser?: ReasoningParserName;
   maxModelLen?: number;
   created?: number;
 }
@@ -59,6 +62,9 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
   const toolParser = raw.tool_parser;
   if (toolParser !== undefined && !(TOOL_PARSERS as readonly unknown[]).includes(toolParser))
     problems.push(`"tool_parser" must be one of ${TOOL_PARSERS.join(", ")}`);
+  const reasoningParser = raw.reasoning_parser;
+  if (reasoningParser !== undefined && !(REASONING_PARSERS as readonly unknown[]).includes(reasoningParser))
+    problems.push(`"reasoning_parser" must be one of ${REASONING_PARSERS.join(", ")}`);
   const maxLen = raw.max_model_len;
   if (maxLen !== undefined && (!Number.isSafeInteger(maxLen) || (maxLen as number) <= 0))
     problems.push('"max_model_len" must be a positive integer');
@@ -71,6 +77,7 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
     format: format as ModelFormat | undefined,
     schedulingPolicy: policy as SchedulingPolicy,
     toolParser: toolParser as ToolParserName | undefined,
+    reasoningParser: reasoningParser as ReasoningParserName | undefined,
     maxModelLen: maxLen as number | undefined,
     created: created === undefined ? undefined : Math.floor(created as number),
   };
@@ -116,6 +123,7 @@ export function readModelDir(dir: string, dirName: string): ModelDirResult {
   const created = settings.created ?? Math.floor(statSync(dir).mtimeMs / 1000);
   const model: BaseModel = { id, dir, format, schedulingPolicy: settings.schedulingPolicy, created };
   if (settings.toolParser !== undefined) model.toolParser = settings.toolParser;
+  if (settings.reasoningParser !== undefined) model.reasoningParser = settings.reasoningParser;
   if (settings.maxModelLen !== undefined) model.maxModelLen = settings.maxModelLen;
   return { ok: true, model, warnings };
 }

@@ -7,6 +7,10 @@ export type SchedulingPolicy = "fcfs" | "priority";
 export const TOOL_PARSERS = ["hermes"] as const;
 export type ToolParserName = (typeof TOOL_PARSERS)[number];
 
+/** How reasoning is told apart from the answer in chat output (src/protocol/reasoning/). */
+export const REASONING_PARSERS = ["deepseek_r1", "qwen3"] as const;
+export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
+
 /** A further converted variant of a model, under `<model>/checkpoints/<dir>/`. */
 export interface Checkpoint {
   /** UUID from checkpoint.json; stable across restarts. */
@@ -32,6 +36,8 @@ export interface ServedModel {
   schedulingPolicy: SchedulingPolicy;
   /** ortserve.json's tool_parser; without one, tool_choice other than "none" is refused. */
   toolParser?: ToolParserName;
+  /** ortserve.json's reasoning_parser: chat output is split into reasoning and answer. */
+  reasoningParser?: ReasoningParserName;
   maxModelLen?: number;
   /** Unix seconds. */
   created: number;

@@ -1,0 +1,70 @@
+/**
+ * Structured outputs on a reasoning model: the think block is free text up to `</think>`, and the
+ * answer after it is bound exactly as without reasoning — driven token by token over SmolLM2's
+ * real vocabulary. Whatever the think block holds, no answer outside the language gets through.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
+import { hasModel } from "../runner/model-fixture.ts";
+import { type GrammarDriver, grammarDriver } from "./grammar-driver.ts";
+
+const SCHEMA = JSON.stringify({
+  type: "object",
+  properties: { n: { type: "integer", minimum: 1, maximum: 9 }, tag: { enum: ["a", "b"] } },
+  required: ["n", "tag"],
+});
+
+const kinds: [string, StructuredConstraint][] = [
+  ["a JSON schema with a numeric range", { kind: "json_schema", schema: SCHEMA, anyWhitespace: false }],
+  ["a regex", { kind: "regex", pattern: "[0-9]{3}-ok" }],
+  ["a choice", { kind: "choice", choices: ["yes", "no"] }],
+  ["a grammar", { kind: "grammar", grammar: 'root ::= "x" [0-9]+' }],
+];
+const valid: Record<string, string> = {
+  "a JSON schema with a numeric range": '{"n":5,"tag":"a"}',
+  "a regex": "123-ok",
+  "a choice": "no",
+  "a grammar": "x42",
+};
+const invalid: Record<string, string[]> = {
+  "a JSON schema with a numeric range": ['{"n":10,"tag":"a"}', '{"n":5,"tag":"c"}', "Sure! {}", '{"n":5}'],
+  "a regex": ["12-ok", "1234-ok", " 123-ok"],
+  "a choice": ["maybe", "yes!"],
+  "a grammar": ["y42", "x"],
+};
+// Reasoning that looks like an answer, with tags and JSON inside, must not end the block early.
+const THOUGHTS = ["", 'Let me think. {"n": 99} <think> is not </thin k> yet.\n', "短い考え\n\n"];
+
+describe.skipIf(!hasModel("q4"))("a constraint behind a think block", () => {
+  let drive: GrammarDriver["drive"];
+  beforeAll(async () => {
+    ({ drive } = await grammarDriver());
+  });
+
+  for (const [name, inner] of kinds) {
+    const opened: StructuredConstraint = { ...inner, afterThinking: { opened: true } };
+    const closed: StructuredConstraint = { ...inner, afterThinking: { opened: false } };
+
+    it(`${name}: free reasoning, then only the language`, async () => {
+      for (const thought of THOUGHTS) {
+        expect(await drive(opened, `${thought}</think>${valid[name]}`)).toBe("accepted");
+        for (const bad of invalid[name]!)
+          expect(await drive(opened, `${thought}</think>${bad}`)).not.toBe("accepted");
+        // No answer at all is no way out either.
+        expect(await drive(opened, `${thought}</think>`)).not.toBe("accepted");
+        expect(await drive(opened, thought)).not.toBe("accepted");
+      }
+    });
+
+    it(`${name}: a prompt that did not open the block lets the output open it, or answer at once`, async () => {
+      expect(await drive(closed, `<think>${THOUGHTS[1]}</think>${valid[name]}`)).toBe("accepted");
+      expect(await drive(closed, valid[name]!)).toBe("accepted");
+      for (const bad of invalid[name]!) {
+        expect(await drive(closed, bad)).not.toBe("accepted");
+        expect(await drive(closed, `<think>x</think>${bad}`)).not.toBe("accepted");
+      }
+      // Text before the answer is not reasoning unless it opened the block.
+      expect(await drive(closed, `Thinking.</think>${valid[name]}`)).not.toBe("accepted");
+    });
+  }
+});
