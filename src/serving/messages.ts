@@ -15,7 +15,7 @@ import { type MessagesEvent, MessagesStreamer } from "../protocol/anthropic/mess
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
-import { chatEngineRequests, chatPrompt, checkStrictToolChoice } from "./chat-completions.ts";
+import { chatEngineRequests, chatPrompt, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
 import { type Accumulator, GenerationService, type Streamer } from "./generation.ts";
 
 export class MessagesService extends GenerationService<MessagesRequest, AnthropicMessage, MessagesEvent> {
@@ -37,6 +37,10 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
     requestId: string,
   ): Promise<EngineRequest[]> {
     return chatEngineRequests(this.deps, req.chat, model, requestId);
+  }
+
+  protected override reasoning(model: EngineModel, requests: EngineRequest[]): ResponseContext["reasoning"] {
+    return chatReasoning(model, requests[0]!);
   }
 
   protected accumulator(req: MessagesRequest, ctx: ResponseContext): Accumulator<AnthropicMessage> {

@@ -83,6 +83,24 @@ describe("reasoning output", () => {
         expect(c.delta).not.toHaveProperty("reasoning");
   });
 
+  it("the Messages API returns the same think block as a thinking block before the text", async () => {
+    const whole = await message("thinker");
+    const res = await fetch(`${h.url}/v1/messages`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": h.key },
+      body: JSON.stringify({
+        model: "thinker",
+        max_tokens: 24,
+        temperature: 0,
+        messages: [{ role: "user", content: "Why is the sky blue?" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { content: { type: string; thinking?: string; text?: string }[] };
+    expect(body.content[0]).toEqual({ type: "thinking", thinking: whole.message.reasoning, signature: "" });
+    expect(body.content.find((b) => b.type === "text")?.text ?? null).toBe(whole.message.content);
+  });
+
   it("a JSON schema binds the answer after the think block: never text outside the schema", async () => {
     const schema = {
       type: "object",

@@ -59,6 +59,23 @@ const toolUseBlock = object({
   cache_control: cacheControl,
 });
 
+/**
+ * A think block a reasoning model wrote in an earlier turn, sent back as clients do: its text goes
+ * to the template as the turn's reasoning (templates decide whether past reasoning is shown).
+ * ortserve signs nothing, so the signature is not checked; redacted thinking has no text to give.
+ */
+const thinkingBlock = object({
+  type: required(literal(["thinking"])),
+  thinking: required(string()),
+  signature: optional(string()),
+  cache_control: cacheControl,
+});
+const redactedThinkingBlock = object({
+  type: required(literal(["redacted_thinking"])),
+  data: required(string()),
+  cache_control: cacheControl,
+});
+
 const MEDIA_BLOCKS = ["image", "document", "search_result", "container_upload"];
 
 const rejectBlock = (allowed: string) => (type: string, typePath: string) =>
@@ -87,7 +104,12 @@ const toolResultBlock = object({
   cache_control: cacheControl,
 });
 
-type Block = Infer<typeof textBlock> | Infer<typeof toolUseBlock> | Infer<typeof toolResultBlock>;
+type Block =
+  | Infer<typeof textBlock>
+  | Infer<typeof toolUseBlock>
+  | Infer<typeof toolResultBlock>
+  | Infer<typeof thinkingBlock>
+  | Infer<typeof redactedThinkingBlock>;
 
 const userBlock = tagged<Block>(
   "type",
@@ -96,8 +118,13 @@ const userBlock = tagged<Block>(
 );
 const assistantBlock = tagged<Block>(
   "type",
-  { text: textBlock, tool_use: toolUseBlock },
-  { reject: rejectBlock('"text" or "tool_use"') },
+  {
+    text: textBlock,
+    tool_use: toolUseBlock,
+    thinking: thinkingBlock,
+    redacted_thinking: redactedThinkingBlock,
+  },
+  { reject: rejectBlock('"text", "tool_use", "thinking" or "redacted_thinking"') },
 );
 
 /** A user turn has at least one block (Anthropic's rule); an assistant turn, a prefill, may have none. */
@@ -169,7 +196,11 @@ type ToolChoice =
   | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
   | { type: "none" };
 
-/** Only `disabled`: reasoning output is not served yet, so enabling it is refused, never ignored. */
+/**
+ * Only `disabled`, which reaches the template (`enable_thinking: false`, as Qwen3's reads it).
+ * `enabled` carries a thinking budget the engine cannot yet hold a model to, so it is refused,
+ * never ignored; a reasoning model's think block is returned as thinking blocks either way.
+ */
 const thinkingSchema = tagged<{ type: "disabled" }>(
   "type",
   { disabled: object({ type: required(literal(["disabled"])) }) },
@@ -177,7 +208,7 @@ const thinkingSchema = tagged<{ type: "disabled" }>(
     reject: (t, path) =>
       unsupportedField(
         path.replace(/\.type$/, ""),
-        `thinking of type ${JSON.stringify(t)}: this server does not serve reasoning output yet; send {"type": "disabled"} or leave thinking out`,
+        `thinking of type ${JSON.stringify(t)}: this server cannot hold a model to a thinking budget yet; send {"type": "disabled"} or leave thinking out (a reasoning model's think block is returned as thinking blocks either way)`,
       ),
   },
 );
@@ -195,7 +226,8 @@ const promptShape = {
       "auto (the default with tools): calls are parsed from the output; any / tool (one of tools, by name): the output is constrained to a valid call; none: text only. Every type but none needs tools. Servers started with --strict-tool-choice take only none.",
   }),
   thinking: optional(thinkingSchema, {
-    description: 'Only {"type": "disabled"}: reasoning output is not served yet.',
+    description:
+      'Only {"type": "disabled"} (the template is asked not to think); a reasoning model\'s think block is returned as thinking blocks.',
   }),
 };
 
@@ -294,6 +326,7 @@ function toChatRequest(wire: PromptWire, sampling: Record<string, unknown>): Cha
       })),
     }),
     tool_choice: chatToolChoice(choice),
+    ...(wire.thinking?.type === "disabled" && { chat_template_kwargs: { enable_thinking: false } }),
     parallel_tool_calls: !("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use),
     ...sampling,
   };
@@ -335,6 +368,7 @@ export function chatMessages(wire: Pick<PromptWire, "system" | "messages">): Cha
     }
     if (m.role === "assistant") {
       const text = m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
+      const thought = m.content.flatMap((b) => (b.type === "thinking" ? [b.thinking] : [])).join("\n");
       const calls: ToolCall[] = m.content.flatMap((b) =>
         b.type === "tool_use"
           ? [
@@ -346,7 +380,12 @@ export function chatMessages(wire: Pick<PromptWire, "system" | "messages">): Cha
             ]
           : [],
       );
-      out.push({ role: "assistant", content: text, ...(calls.length > 0 && { tool_calls: calls }) });
+      out.push({
+        role: "assistant",
+        content: text,
+        ...(thought !== "" && { reasoning: thought }),
+        ...(calls.length > 0 && { tool_calls: calls }),
+      });
       continue;
     }
     const texts: string[] = [];

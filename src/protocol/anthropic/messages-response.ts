@@ -10,6 +10,8 @@ export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use
 
 export type ContentBlock =
   | { type: "text"; text: string }
+  /** A reasoning model's think block; ortserve signs nothing, so the signature is empty. */
+  | { type: "thinking"; thinking: string; signature: string }
   | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
 
 export interface MessagesUsage {
@@ -74,7 +76,9 @@ export function toolUseBlock(call: ToolCall): ContentBlock {
 export function toAnthropicMessage(chat: ChatCompletionResponse): AnthropicMessage {
   const choice = chat.choices[0]!;
   const text = choice.message.content ?? "";
+  const thought = choice.message.reasoning;
   const content: ContentBlock[] = [
+    ...(thought ? [{ type: "thinking" as const, thinking: thought, signature: "" }] : []),
     ...(text !== "" ? [{ type: "text" as const, text }] : []),
     ...choice.message.tool_calls.map(toolUseBlock),
   ];

@@ -1,7 +1,7 @@
 /**
  * The Messages stream, translated from the chat stream of the same engine events: message_start
- * (and a ping), then per content block content_block_start, its deltas (text_delta, or
- * input_json_delta for a tool call's arguments) and content_block_stop, then message_delta with
+ * (and a ping), then per content block content_block_start, its deltas (thinking_delta for a
+ * reasoning model's think block, text_delta, or input_json_delta for a tool call's arguments) and content_block_stop, then message_delta with
  * the stop reason and the output tokens, and message_stop. Each event is sent as
  * `event: <type>` with its JSON as data (src/http/stream-dialect.ts).
  */
@@ -26,7 +26,10 @@ export type MessagesEvent =
   | {
       type: "content_block_delta";
       index: number;
-      delta: { type: "text_delta"; text: string } | { type: "input_json_delta"; partial_json: string };
+      delta:
+        | { type: "text_delta"; text: string }
+        | { type: "thinking_delta"; thinking: string }
+        | { type: "input_json_delta"; partial_json: string };
     }
   | { type: "content_block_stop"; index: number }
   | {
@@ -44,7 +47,7 @@ export class MessagesStreamer {
   private readonly model: string;
   private started = false;
   /** The open content block: its index and kind. */
-  private block: { index: number; kind: "text" | "tool_use" } | undefined;
+  private block: { index: number; kind: "thinking" | "text" | "tool_use" } | undefined;
   private blocks = 0;
   private stop: { stop_reason: StopReason; stop_sequence: string | null } = {
     stop_reason: "end_turn",
@@ -93,7 +96,15 @@ export class MessagesStreamer {
       send({ type: "ping" });
     }
     for (const choice of chunk.choices) {
-      const { content, tool_calls } = choice.delta;
+      const { content, reasoning, tool_calls } = choice.delta;
+      if (reasoning) {
+        this.open("thinking", send, { type: "thinking", thinking: "", signature: "" });
+        send({
+          type: "content_block_delta",
+          index: this.block!.index,
+          delta: { type: "thinking_delta", thinking: reasoning },
+        });
+      }
       if (content) {
         this.open("text", send, { type: "text", text: "" });
         send({
@@ -135,9 +146,13 @@ export class MessagesStreamer {
     }
   }
 
-  /** Opens a block of `kind` unless one is open already (text continues the open text block). */
-  private open(kind: "text" | "tool_use", send: (e: MessagesEvent) => void, block: ContentBlock): void {
-    if (this.block?.kind === kind && kind === "text") return;
+  /** Opens a block of `kind` unless one is open already (text and thinking continue their open block). */
+  private open(
+    kind: "thinking" | "text" | "tool_use",
+    send: (e: MessagesEvent) => void,
+    block: ContentBlock,
+  ): void {
+    if (this.block?.kind === kind && kind !== "tool_use") return;
     this.close(send);
     this.block = { index: this.blocks++, kind };
     send({ type: "content_block_start", index: this.block.index, content_block: block });

@@ -28,7 +28,13 @@ const WEATHER = {
   description: "Forecast",
   input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
 };
-const ctx = { requestId: "abc", model: "m", toolParser: "hermes" as const };
+const ctx: { requestId: string; model: string; toolParser: "hermes"; reasoning?: { opened: boolean } } = {
+  requestId: "abc",
+  model: "m",
+  toolParser: "hermes",
+};
+/** A reasoning model whose prompt opened the think block. */
+const thinker = { ...ctx, reasoning: { opened: true } };
 
 describe("Messages request → chat request", () => {
   it("maps system, turns, tool_use and tool_result onto chat messages", () => {
@@ -150,8 +156,11 @@ describe("Messages request → chat request", () => {
       "thinking",
       "unsupported_parameter",
     );
-    expect(thinking.message).toContain("reasoning");
-    expect(parseMessagesRequest(body({ thinking: { type: "disabled" } })).chat.messages).toHaveLength(1);
+    expect(thinking.message).toContain("thinking budget");
+    const disabled = parseMessagesRequest(body({ thinking: { type: "disabled" } })).chat;
+    expect(disabled.messages).toHaveLength(1);
+    expect(disabled.chat_template_kwargs).toEqual({ enable_thinking: false });
+    expect(parseMessagesRequest(body()).chat.chat_template_kwargs).toBeUndefined();
     expect400(
       () => parseMessagesRequest(body({ service_tier: "auto" })),
       "service_tier",
@@ -211,16 +220,20 @@ describe("Messages request → chat request", () => {
   });
 });
 
-function message(over: Record<string, unknown>, events: EngineEvent[]) {
+function message(over: Record<string, unknown>, events: EngineEvent[], context: typeof ctx = ctx) {
   const req = parseMessagesRequest(body(over));
-  const acc = new MessagesAccumulator(new ChatCompletionAccumulator(req.chat, ctx));
+  const acc = new MessagesAccumulator(new ChatCompletionAccumulator(req.chat, context));
   for (const e of events) acc.push(e);
   return acc.result();
 }
 
-function streamed(over: Record<string, unknown>, events: EngineEvent[]): MessagesEvent[] {
+function streamed(
+  over: Record<string, unknown>,
+  events: EngineEvent[],
+  context: typeof ctx = ctx,
+): MessagesEvent[] {
   const req = parseMessagesRequest(body({ ...over, stream: true }));
-  const s = new MessagesStreamer(new ChatCompletionStreamer(req.chat, ctx), ctx);
+  const s = new MessagesStreamer(new ChatCompletionStreamer(req.chat, context), context);
   return events.flatMap((e) => s.push(e, 0)).map((f) => f.data as MessagesEvent);
 }
 
@@ -378,5 +391,71 @@ describe("engine events → Messages stream", () => {
       "content_block_start:1",
       "content_block_stop:1",
     ]);
+  });
+});
+
+describe("a reasoning model's think block", () => {
+  const events = [
+    promptEvent([1]),
+    delta(0, "Paris in June", [5]),
+    delta(0, ": mild.</think>It is", [6]),
+    delta(0, " sunny.", [7]),
+    finish(0, 3),
+    done,
+  ];
+
+  it("is a thinking block before the text", () => {
+    expect(message({}, events, thinker).content).toEqual([
+      { type: "thinking", thinking: "Paris in June: mild.", signature: "" },
+      { type: "text", text: "It is sunny." },
+    ]);
+    // Without a reasoning parser the same text is all answer.
+    expect(message({}, events).content).toEqual([
+      { type: "text", text: "Paris in June: mild.</think>It is sunny." },
+    ]);
+  });
+
+  it("streams as thinking_delta in its own block, closed before the text block", () => {
+    const out = streamed({}, events, thinker);
+    const blocks = out.filter((e) => e.type === "content_block_start");
+    expect(blocks.map((e) => (e as { content_block: { type: string } }).content_block.type)).toEqual([
+      "thinking",
+      "text",
+    ]);
+    const deltas = out.flatMap((e) => (e.type === "content_block_delta" ? [e] : []));
+    const joined = (t: string) =>
+      deltas
+        .map((e) => e.delta as Record<string, string>)
+        .filter((d) => d.type === t)
+        .map((d) => d.thinking ?? d.text)
+        .join("");
+    expect(joined("thinking_delta")).toBe("Paris in June: mild.");
+    expect(joined("text_delta")).toBe("It is sunny.");
+    const stops = out.flatMap((e, i) => (e.type === "content_block_stop" ? [i] : []));
+    expect(stops[0]).toBeLessThan(out.findIndex((e) => e.type === "content_block_start" && e.index === 1));
+  });
+
+  it("sent back in an assistant turn, reaches the template as that turn's reasoning", () => {
+    const chat = parseMessagesRequest(
+      body({
+        messages: [
+          USER,
+          {
+            role: "assistant",
+            content: [
+              { type: "thinking", thinking: "Check the forecast.", signature: "sig" },
+              { type: "redacted_thinking", data: "opaque" },
+              { type: "text", text: "Sunny." },
+            ],
+          },
+          { role: "user", content: "Thanks" },
+        ],
+      }),
+    ).chat;
+    expect(chat.messages[1]).toMatchObject({
+      role: "assistant",
+      content: "Sunny.",
+      reasoning: "Check the forecast.",
+    });
   });
 });
