@@ -1,0 +1,214 @@
+/**
+ * The Responses stream, translated from the chat stream of the same engine events:
+ * response.created and response.in_progress, then per output item response.output_item.added, its
+ * content (a message: content_part.added, output_text.delta…, output_text.done, content_part.done;
+ * a function call: function_call_arguments.delta…, function_call_arguments.done) and
+ * response.output_item.done, then response.completed (or response.incomplete) with the whole
+ * response. Every event carries its sequence_number; a failure after the first event is an
+ * `error` event. Each is sent as `event: <type>` with its JSON as data (src/http/stream-dialect.ts).
+ */
+import type { EngineEvent } from "../../core/types.ts";
+import type { ApiError, ApiErrorBody } from "../../errors.ts";
+import type { ChatCompletionChunk, ChatCompletionStreamer } from "../stream.ts";
+import type { ResponsesRequest } from "./request.ts";
+import {
+  type ItemStatus,
+  newId,
+  type OutputFunctionCall,
+  type OutputItem,
+  type OutputMessage,
+  type OutputTextPart,
+  outputMessage,
+  type ResponseMeta,
+  type ResponseObject,
+  type ResponseStatus,
+  responseObject,
+  responseStatus,
+  responsesUsage,
+} from "./response.ts";
+
+type Numbered<E> = E & { sequence_number: number };
+type At = { output_index: number };
+type InPart = At & { item_id: string; content_index: number };
+
+export type ResponsesEventBody =
+  | { type: "response.created" | "response.in_progress"; response: ResponseObject }
+  | { type: "response.completed" | "response.incomplete"; response: ResponseObject }
+  | ({ type: "response.output_item.added" | "response.output_item.done"; item: OutputItem } & At)
+  | ({ type: "response.content_part.added" | "response.content_part.done"; part: OutputTextPart } & InPart)
+  | ({ type: "response.output_text.delta"; delta: string; logprobs: [] } & InPart)
+  | ({ type: "response.output_text.done"; text: string; logprobs: [] } & InPart)
+  | ({ type: "response.function_call_arguments.delta"; delta: string; item_id: string } & At)
+  | ({ type: "response.function_call_arguments.done"; arguments: string; item_id: string } & At)
+  | { type: "error"; code: string | null; message: string; param: string | null };
+
+export type ResponsesEvent = Numbered<ResponsesEventBody>;
+
+type Frame = { type: "chunk"; data: ResponsesEvent } | { type: "error"; error: ApiError; data: ApiErrorBody };
+
+/** The item being written: a message and its text so far, or a function call. */
+type OpenItem =
+  | { index: number; message: OutputMessage; text: string }
+  | { index: number; call: OutputFunctionCall };
+
+/** The terminal events, whose response is the finished one. */
+export function isFinalEvent(
+  e: ResponsesEvent,
+): e is Numbered<{ type: "response.completed" | "response.incomplete"; response: ResponseObject }> {
+  return e.type === "response.completed" || e.type === "response.incomplete";
+}
+
+export class ResponsesStreamer {
+  private readonly chat: ChatCompletionStreamer;
+  private readonly req: ResponsesRequest;
+  private readonly meta: ResponseMeta;
+  private sequence = 0;
+  private started = false;
+  private open: OpenItem | undefined;
+  private readonly output: OutputItem[] = [];
+  private status: Exclude<ResponseStatus, "in_progress"> = "completed";
+
+  constructor(chat: ChatCompletionStreamer, req: ResponsesRequest, meta: ResponseMeta) {
+    this.chat = chat;
+    this.req = req;
+    this.meta = meta;
+  }
+
+  push(event: EngineEvent, _prompt: number): Frame[] {
+    const out: Frame[] = [];
+    for (const frame of this.chat.push(event)) {
+      if (frame.type === "chunk") this.translate(frame.data, out);
+      // Before any event a failure is still a plain error response with its status.
+      else if (!this.started) out.push(frame);
+      else out.push(this.fail(frame.error));
+    }
+    return out;
+  }
+
+  fail(error: ApiError): Frame {
+    this.chat.fail(error);
+    return {
+      type: "chunk",
+      data: this.number({ type: "error", code: error.code, message: error.message, param: error.param }),
+    };
+  }
+
+  private number(body: ResponsesEventBody): ResponsesEvent {
+    return { ...body, sequence_number: this.sequence++ } as ResponsesEvent;
+  }
+
+  private translate(chunk: ChatCompletionChunk, out: Frame[]): void {
+    const send = (body: ResponsesEventBody) => out.push({ type: "chunk", data: this.number(body) });
+    if (!this.started) {
+      this.started = true;
+      const response = responseObject(this.req, this.meta, "in_progress", [], null);
+      send({ type: "response.created", response });
+      send({ type: "response.in_progress", response });
+    }
+    for (const choice of chunk.choices) {
+      const { content, tool_calls } = choice.delta;
+      if (content) this.text(content, send);
+      for (const call of tool_calls ?? []) {
+        if (call.id !== undefined) this.startCall(call.id, call.function.name ?? "", send);
+        if (call.function.arguments && this.open && "call" in this.open) {
+          this.open.call.arguments += call.function.arguments;
+          send({
+            type: "response.function_call_arguments.delta",
+            item_id: this.open.call.id,
+            output_index: this.open.index,
+            delta: call.function.arguments,
+          });
+        }
+      }
+      if (choice.finish_reason !== null) {
+        this.status = responseStatus(choice.finish_reason);
+        // An empty answer is still a message, as the non-streamed response has it.
+        if (this.output.length === 0 && !this.open) this.openMessage(send);
+        this.close(send);
+      }
+    }
+    if (chunk.usage && chunk.choices.length === 0) {
+      const u = chunk.usage;
+      const response = responseObject(
+        this.req,
+        this.meta,
+        this.status,
+        this.output,
+        responsesUsage(u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details?.cached_tokens),
+      );
+      send({ type: this.status === "completed" ? "response.completed" : "response.incomplete", response });
+    }
+  }
+
+  private text(delta: string, send: (e: ResponsesEventBody) => void): void {
+    if (!this.open || !("message" in this.open)) {
+      this.close(send);
+      this.openMessage(send);
+    }
+    const open = this.open as { index: number; message: OutputMessage; text: string };
+    open.text += delta;
+    send({
+      type: "response.output_text.delta",
+      item_id: open.message.id,
+      output_index: open.index,
+      content_index: 0,
+      delta,
+      logprobs: [],
+    });
+  }
+
+  private openMessage(send: (e: ResponsesEventBody) => void): void {
+    const message: OutputMessage = { ...outputMessage(newId("msg"), "", "in_progress"), content: [] };
+    const index = this.output.length;
+    this.open = { index, message, text: "" };
+    send({ type: "response.output_item.added", output_index: index, item: message });
+    send({
+      type: "response.content_part.added",
+      item_id: message.id,
+      output_index: index,
+      content_index: 0,
+      part: { type: "output_text", text: "", annotations: [], logprobs: [] },
+    });
+  }
+
+  private startCall(callId: string, name: string, send: (e: ResponsesEventBody) => void): void {
+    this.close(send);
+    const call: OutputFunctionCall = {
+      id: newId("fc"),
+      type: "function_call",
+      status: "in_progress",
+      call_id: callId,
+      name,
+      arguments: "",
+    };
+    this.open = { index: this.output.length, call };
+    send({ type: "response.output_item.added", output_index: this.open.index, item: { ...call } });
+  }
+
+  /** Finishes the open item: its done events, and the item joins the output. */
+  private close(send: (e: ResponsesEventBody) => void): void {
+    const open = this.open;
+    if (!open) return;
+    this.open = undefined;
+    const index = open.index;
+    if ("call" in open) {
+      const item: OutputFunctionCall = { ...open.call, status: "completed" };
+      send({
+        type: "response.function_call_arguments.done",
+        item_id: item.id,
+        output_index: index,
+        arguments: item.arguments,
+      });
+      this.output.push(item);
+      send({ type: "response.output_item.done", output_index: index, item });
+      return;
+    }
+    const status: ItemStatus = this.status === "incomplete" ? "incomplete" : "completed";
+    const item = outputMessage(open.message.id, open.text, status);
+    const at = { item_id: item.id, output_index: index, content_index: 0 };
+    send({ type: "response.output_text.done", ...at, text: open.text, logprobs: [] });
+    send({ type: "response.content_part.done", ...at, part: item.content[0]! });
+    this.output.push(item);
+    send({ type: "response.output_item.done", output_index: index, item });
+  }
+}
