@@ -7,11 +7,16 @@
  */
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
-import { invalidRequest, notFound, unsupportedField } from "../errors.ts";
+import { ApiError, invalidRequest, notFound, unsupportedField } from "../errors.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { type InputItem, outputAsInput } from "../protocol/responses/items.ts";
-import { parseResponsesWire, type ResponsesRequest, toChatRequest } from "../protocol/responses/request.ts";
+import {
+  inResponsesTerms,
+  parseResponsesWire,
+  type ResponsesRequest,
+  toChatRequest,
+} from "../protocol/responses/request.ts";
 import {
   newId,
   type ResponseMeta,
@@ -22,7 +27,7 @@ import { isFinalEvent, type ResponsesEvent, ResponsesStreamer } from "../protoco
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import type { ResponseStore } from "../storage/responses.ts";
 import { chatEngineRequests, checkStrictToolChoice } from "./chat-completions.ts";
-import type { Caller } from "./context.ts";
+import type { Caller, GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
 
 /** The efforts a chat template's reasoning_effort takes (the chat request's range). */
@@ -43,6 +48,19 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
   constructor(deps: ServingDeps, store: ResponseStore) {
     super(deps);
     this.store = store;
+  }
+
+  /** Errors of the chat route's checks and of the engine name the Responses fields. */
+  override async create(
+    body: unknown,
+    raw: string,
+    ctx: ServingContext,
+  ): Promise<GenerationResult<ResponseObject, ResponsesEvent>> {
+    try {
+      return await super.create(body, raw, ctx);
+    } catch (err) {
+      throw err instanceof ApiError ? inResponsesTerms(err) : err;
+    }
   }
 
   protected parse(body: unknown, _raw: string, caller: Caller | undefined): KeyedRequest {

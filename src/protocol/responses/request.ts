@@ -165,11 +165,14 @@ const INCLUDABLE = [
   "message.output_text.logprobs",
 ] as const;
 
-const includeSchema = transform(array(literal(INCLUDABLE)), (values, path) => {
-  const i = values.indexOf("message.output_text.logprobs");
-  if (i >= 0) throw unsupportedField(`${path}[${i}]`, "output logprobs are not served on this route yet");
-  return values;
-});
+const includeSchema = documented(
+  transform(array(literal(INCLUDABLE)), (values, path) => {
+    const i = values.indexOf("message.output_text.logprobs");
+    if (i >= 0) throw unsupportedField(`${path}[${i}]`, "output logprobs are not served on this route yet");
+    return values;
+  }),
+  { items: { type: "string", enum: INCLUDABLE.filter((v) => v !== "message.output_text.logprobs") } },
+);
 
 const inputSchema = union<string | InputItem[]>(
   [
@@ -179,102 +182,116 @@ const inputSchema = union<string | InputItem[]>(
   "a string or an array of input items",
 );
 
-export const responsesRequestSchema = object(
-  {
-    model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
-    input: optional(inputSchema, {
-      description:
-        "A user message as a string, or items: messages (input_text; an assistant's output_text), function_call and function_call_output.",
-    }),
-    instructions: optional(string(), {
-      ...nullable,
-      description: "The system message. Not carried over from a previous response.",
-    }),
-    previous_response_id: optional(string({ minLength: 1 }), {
-      ...nullable,
-      description: "A stored response of the same API key: its input and output come before this input.",
-    }),
-    store: withDefault(boolean(), true, {
-      ...nullable,
-      description: "Keep the response for retrieval and previous_response_id (for the server's retention).",
-    }),
-    stream: withDefault(boolean(), false, nullable),
-    stream_options: optional(
-      object({
-        include_obfuscation: optional(documented(boolean(), { const: false }), {
-          ...nullable,
-          description: "Only false: stream events carry no obfuscation padding.",
-        }),
+/** What JSON Schema can state of input's rule: at least one item, unless a previous response continues. */
+const INPUT_OR_PREVIOUS = {
+  anyOf: [
+    { required: ["previous_response_id"], properties: { previous_response_id: { type: "string" } } },
+    {
+      required: ["input"],
+      properties: { input: { anyOf: [{ type: "string" }, { type: "array", minItems: 1 }] } },
+    },
+  ],
+};
+
+export const responsesRequestSchema = documented(
+  object(
+    {
+      model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
+      input: optional(inputSchema, {
+        description:
+          "A user message as a string, or items: messages (input_text; an assistant's output_text), function_call and function_call_output.",
       }),
-      { ...nullable, description: "Only with stream=true." },
-    ),
-    tools: optional(array(toolSchema), { description: "Function tools the model may call." }),
-    tool_choice: optional(toolChoiceSchema, {
-      ...nullable,
-      description:
-        "auto (the default with tools): calls are parsed from the output; required / a named function: the output is constrained to a valid call; none: text only.",
-    }),
-    parallel_tool_calls: withDefault(boolean(), true, nullable),
-    text: optional(textSchema, { ...nullable, description: "The output format." }),
-    max_output_tokens: optional(integer({ minimum: 1 }), {
-      ...nullable,
-      description: "Most tokens to generate; reaching it makes the response incomplete.",
-    }),
-    temperature: optional(number({ minimum: 0, maximum: 2 }), {
-      ...nullable,
-      description: "0 is greedy. Absent: the model's generation_config, else 1.",
-    }),
-    top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 }), nullable),
-    top_logprobs: optional(integer({ minimum: 0, maximum: 0 }), {
-      ...nullable,
-      description: "Only 0: output logprobs are not served on this route yet.",
-    }),
-    reasoning: optional(reasoningSchema, nullable),
-    metadata: optional(metadataSchema, { ...nullable, description: "Returned with the response." }),
-    user: optional(string({ maxLength: 256 }), { description: "The end user, for the server's log." }),
-    safety_identifier: optional(string({ maxLength: 256 }), {
-      ...nullable,
-      description: "The end user, for the server's log.",
-    }),
-    prompt_cache_key: optional(string(), {
-      ...nullable,
-      description: "Accepted; prompt prefixes are cached automatically whether or not it is set.",
-    }),
-    prompt_cache_retention: optional(literal(["in_memory"]), {
-      ...nullable,
-      description: "Only in_memory: the prefix cache lives in the server's memory.",
-    }),
-    service_tier: optional(literal(["auto", "default"]), {
-      ...nullable,
-      description: "auto or default: the server has one tier.",
-    }),
-    include: optional(includeSchema, {
-      ...nullable,
-      description:
-        "Accepted except message.output_text.logprobs; the other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
-    }),
-    truncation: optional(literal(["disabled"]), {
-      ...nullable,
-      description: "Only disabled: a prompt longer than the context is a 400.",
-    }),
-    background: optional(documented(boolean(), { const: false }), {
-      ...nullable,
-      description: "Only false: responses are generated while the request waits.",
-    }),
-    max_tool_calls: optional(refused("the number of tool calls is not limited by this server"), {
-      ...nullable,
-      description: "Only null.",
-    }),
-    conversation: optional(refused("conversations are not stored; continue with previous_response_id"), {
-      ...nullable,
-      description: "Only null.",
-    }),
-    prompt: optional(refused("prompt templates are not stored on this server"), {
-      ...nullable,
-      description: "Only null.",
-    }),
-  },
-  { description: "An OpenAI Responses API request." },
+      instructions: optional(string(), {
+        ...nullable,
+        description: "The system message. Not carried over from a previous response.",
+      }),
+      previous_response_id: optional(string({ minLength: 1 }), {
+        ...nullable,
+        description: "A stored response of the same API key: its input and output come before this input.",
+      }),
+      store: withDefault(boolean(), true, {
+        ...nullable,
+        description: "Keep the response for retrieval and previous_response_id (for the server's retention).",
+      }),
+      stream: withDefault(boolean(), false, nullable),
+      stream_options: optional(
+        object({
+          include_obfuscation: optional(documented(boolean(), { const: false }), {
+            ...nullable,
+            description: "Only false: stream events carry no obfuscation padding.",
+          }),
+        }),
+        { ...nullable, description: "Only with stream=true." },
+      ),
+      tools: optional(array(toolSchema), { description: "Function tools the model may call." }),
+      tool_choice: optional(toolChoiceSchema, {
+        ...nullable,
+        description:
+          "auto (the default with tools): calls are parsed from the output; required / a named function: the output is constrained to a valid call; none: text only.",
+      }),
+      parallel_tool_calls: withDefault(boolean(), true, nullable),
+      text: optional(textSchema, { ...nullable, description: "The output format." }),
+      max_output_tokens: optional(integer({ minimum: 1 }), {
+        ...nullable,
+        description: "Most tokens to generate; reaching it makes the response incomplete.",
+      }),
+      temperature: optional(number({ minimum: 0, maximum: 2 }), {
+        ...nullable,
+        description: "0 is greedy. Absent: the model's generation_config, else 1.",
+      }),
+      top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 }), nullable),
+      top_logprobs: optional(integer({ minimum: 0, maximum: 0 }), {
+        ...nullable,
+        description: "Only 0: output logprobs are not served on this route yet.",
+      }),
+      reasoning: optional(reasoningSchema, nullable),
+      metadata: optional(metadataSchema, { ...nullable, description: "Returned with the response." }),
+      user: optional(string({ maxLength: 256 }), { description: "The end user, for the server's log." }),
+      safety_identifier: optional(string({ maxLength: 256 }), {
+        ...nullable,
+        description: "The end user, for the server's log.",
+      }),
+      prompt_cache_key: optional(string(), {
+        ...nullable,
+        description: "Accepted; prompt prefixes are cached automatically whether or not it is set.",
+      }),
+      prompt_cache_retention: optional(literal(["in_memory"]), {
+        ...nullable,
+        description: "Only in_memory: the prefix cache lives in the server's memory.",
+      }),
+      service_tier: optional(literal(["auto", "default"]), {
+        ...nullable,
+        description: "auto or default: the server has one tier.",
+      }),
+      include: optional(includeSchema, {
+        ...nullable,
+        description:
+          "Accepted except message.output_text.logprobs; the other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
+      }),
+      truncation: optional(literal(["disabled"]), {
+        ...nullable,
+        description: "Only disabled: a prompt longer than the context is a 400.",
+      }),
+      background: optional(documented(boolean(), { const: false }), {
+        ...nullable,
+        description: "Only false: responses are generated while the request waits.",
+      }),
+      max_tool_calls: optional(refused("the number of tool calls is not limited by this server"), {
+        ...nullable,
+        description: "Only null.",
+      }),
+      conversation: optional(refused("conversations are not stored; continue with previous_response_id"), {
+        ...nullable,
+        description: "Only null.",
+      }),
+      prompt: optional(refused("prompt templates are not stored on this server"), {
+        ...nullable,
+        description: "Only null.",
+      }),
+    },
+    { description: "An OpenAI Responses API request." },
+  ),
+  INPUT_OR_PREVIOUS,
 );
 
 export type ResponsesWire = Infer<typeof responsesRequestSchema>;
@@ -346,15 +363,29 @@ export function parseResponsesWire(body: unknown): { wire: ResponsesWire; input:
   return { wire, input };
 }
 
-/** The chat field paths that can reach a client through the chat parser, by their Responses names. */
+/** The chat field paths that can reach a client through the chat route's checks, by their Responses names. */
 const renamed = (text: string): string =>
   text
     .replace(/tools\[(\d+)\]\.function\.parameters/g, "tools[$1].parameters")
     .replace(/tools\[(\d+)\]\.function\.name/g, "tools[$1].name")
     .replace(/tool_choice\.function\.name/g, "tool_choice.name")
     .replace(/response_format\.json_schema\.schema/g, "text.format.schema")
+    .replace(/response_format\.json_schema/g, "text.format")
     .replace(/response_format/g, "text.format")
     .replace(/max_completion_tokens/g, "max_output_tokens");
+
+/** A chat-route error (parsing, the engine's checks, an engine error event) naming the Responses fields. */
+export function inResponsesTerms(err: ApiError): ApiError {
+  const renamedErr = new ApiError(
+    err.status,
+    err.type,
+    renamed(err.message),
+    err.param && renamed(err.param),
+    err.code,
+  );
+  if (err.retryAfterSeconds !== undefined) renamedErr.retryAfterSeconds = err.retryAfterSeconds;
+  return renamedErr;
+}
 
 function chatToolChoice(choice: ResponsesToolChoice): ChatCompletionRequest["tool_choice"] {
   return typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
@@ -404,7 +435,6 @@ export function toChatRequest(
   try {
     return parseChatCompletionRequest(compactJson(body));
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    throw new ApiError(err.status, err.type, renamed(err.message), err.param && renamed(err.param), err.code);
+    throw err instanceof ApiError ? inResponsesTerms(err) : err;
   }
 }

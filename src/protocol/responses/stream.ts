@@ -10,7 +10,7 @@
 import type { EngineEvent } from "../../core/types.ts";
 import type { ApiError, ApiErrorBody } from "../../errors.ts";
 import type { ChatCompletionChunk, ChatCompletionStreamer } from "../stream.ts";
-import type { ResponsesRequest } from "./request.ts";
+import { inResponsesTerms, type ResponsesRequest } from "./request.ts";
 import {
   type ItemStatus,
   newId,
@@ -31,11 +31,20 @@ type Numbered<E> = E & { sequence_number: number };
 type At = { output_index: number };
 type InPart = At & { item_id: string; content_index: number };
 
+/** One event type per member, so a type narrows to its fields. */
+type Lifecycle<T extends string> = { type: T; response: ResponseObject };
+type ItemEvent<T extends string> = { type: T; item: OutputItem } & At;
+type PartEvent<T extends string> = { type: T; part: OutputTextPart } & InPart;
+
 export type ResponsesEventBody =
-  | { type: "response.created" | "response.in_progress"; response: ResponseObject }
-  | { type: "response.completed" | "response.incomplete"; response: ResponseObject }
-  | ({ type: "response.output_item.added" | "response.output_item.done"; item: OutputItem } & At)
-  | ({ type: "response.content_part.added" | "response.content_part.done"; part: OutputTextPart } & InPart)
+  | Lifecycle<"response.created">
+  | Lifecycle<"response.in_progress">
+  | Lifecycle<"response.completed">
+  | Lifecycle<"response.incomplete">
+  | ItemEvent<"response.output_item.added">
+  | ItemEvent<"response.output_item.done">
+  | PartEvent<"response.content_part.added">
+  | PartEvent<"response.content_part.done">
   | ({ type: "response.output_text.delta"; delta: string; logprobs: [] } & InPart)
   | ({ type: "response.output_text.done"; text: string; logprobs: [] } & InPart)
   | ({ type: "response.function_call_arguments.delta"; delta: string; item_id: string } & At)
@@ -54,7 +63,7 @@ type OpenItem =
 /** The terminal events, whose response is the finished one. */
 export function isFinalEvent(
   e: ResponsesEvent,
-): e is Numbered<{ type: "response.completed" | "response.incomplete"; response: ResponseObject }> {
+): e is Numbered<Lifecycle<"response.completed"> | Lifecycle<"response.incomplete">> {
   return e.type === "response.completed" || e.type === "response.incomplete";
 }
 
@@ -79,14 +88,17 @@ export class ResponsesStreamer {
     for (const frame of this.chat.push(event)) {
       if (frame.type === "chunk") this.translate(frame.data, out);
       // Before any event a failure is still a plain error response with its status.
-      else if (!this.started) out.push(frame);
-      else out.push(this.fail(frame.error));
+      else if (!this.started) {
+        const error = inResponsesTerms(frame.error);
+        out.push({ type: "error", error, data: error.toBody() });
+      } else out.push(this.fail(frame.error));
     }
     return out;
   }
 
-  fail(error: ApiError): Frame {
-    this.chat.fail(error);
+  fail(chatError: ApiError): Frame {
+    this.chat.fail(chatError);
+    const error = inResponsesTerms(chatError);
     return {
       type: "chunk",
       data: this.number({ type: "error", code: error.code, message: error.message, param: error.param }),
