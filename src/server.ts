@@ -97,6 +97,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     const info = storage.keys.addEnvKey(envKey);
     if (info.revokedAt) logger.warn("ORTSERVE_API_KEY is a revoked key; requests using it will be refused");
   }
+  // Responses that expired while the server was down go now, not at the next store.
+  storage.responses.purgeExpired();
   const created = storage.keys.ensureBootstrapKey();
   if (created) {
     const announce =

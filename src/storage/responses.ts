@@ -1,8 +1,8 @@
 /**
  * Stored Responses API responses: what `store: true` keeps, for `GET` / `DELETE /v1/responses/{id}`
  * and `previous_response_id`. A response is visible only to the API key that created it; each
- * expires after the retention period (0: kept until deleted), and expired rows are purged whenever
- * a response is stored.
+ * expires after the retention period (0: kept until deleted): never read again, and purged whenever
+ * a response is stored and when the server starts.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 

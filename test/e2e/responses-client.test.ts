@@ -119,6 +119,36 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
     expect((text as OpenAI.Responses.ResponseOutputText).text).toBe(plain.output_text);
   });
 
+  it("returns each output token's logprob with include message.output_text.logprobs, streamed and not", async () => {
+    const params = {
+      model: DEFAULT_MODEL,
+      input: "Name a colour.",
+      max_output_tokens: 6,
+      temperature: 0,
+      store: false,
+      include: ["message.output_text.logprobs" as const],
+      top_logprobs: 2,
+    };
+    const r = await client.responses.create(params);
+    const text = (r.output[0] as OpenAI.Responses.ResponseOutputMessage)
+      .content[0] as OpenAI.Responses.ResponseOutputText;
+    expect(r.top_logprobs).toBe(2);
+    expect(text.logprobs).toHaveLength(r.usage!.output_tokens);
+    expect(text.logprobs!.map((l) => l.token).join("")).toBe(text.text);
+    for (const l of text.logprobs!) {
+      expect(l.logprob).toBeLessThanOrEqual(0);
+      expect(l.top_logprobs).toHaveLength(2);
+      // Greedy: the chosen token is the likeliest.
+      expect(l.logprob).toBeCloseTo(Math.max(...l.top_logprobs.map((t) => t.logprob)), 4);
+    }
+    const stream = await client.responses.create({ ...params, stream: true });
+    const streamed: OpenAI.Responses.ResponseTextDeltaEvent.Logprob[] = [];
+    for await (const e of stream) if (e.type === "response.output_text.delta") streamed.push(...e.logprobs);
+    expect(streamed.map((l) => [l.token, l.logprob])).toEqual(
+      text.logprobs!.map((l) => [l.token, l.logprob]),
+    );
+  });
+
   it("runs a function tool round trip: a forced call, then its function_call_output answered", async () => {
     const validate = new Ajv2020({ strict: false }).compile(WEATHER);
     for (const tool_choice of ["required", { type: "function", name: "get_weather" }] as const) {
@@ -300,7 +330,7 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
       { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
       "input[0].content[0].type",
     );
-    await refused({ include: ["message.output_text.logprobs"] }, "include[0]");
+    await refused({ tools, include: ["message.output_text.logprobs"] }, "include[0]");
     await refused({ frequency_penalty: 1 }, "frequency_penalty");
     await refused({ tool_choice: "required" }, "tool_choice");
 

@@ -147,7 +147,7 @@ def _breaks_messages_rules(body, path: str) -> bool:
 def _breaks_responses_rules(body) -> bool:
     """The Responses route's rules: previous_response_id names a stored response (none exists for
     generated ids); reasoning.effort only where the model's template reads it (the synthetic one's
-    does not); a tool_choice other than none needs tools, a named one one of them, and with the
+    does not); top_logprobs above 0 only with the logprobs include, which takes tool_choice none; a tool_choice other than none needs tools, a named one one of them, and with the
     served model (no tool parser) only none; stream_options only with stream; the prompt and
     max_output_tokens inside the model's context."""
     if body.get("previous_response_id") is not None:
@@ -159,6 +159,11 @@ def _breaks_responses_rules(body) -> bool:
         return True
     choice = body.get("tool_choice")
     tools = body.get("tools") or []
+    logprobs = "message.output_text.logprobs" in (body.get("include") or [])
+    if _whole(body.get("top_logprobs")) and body["top_logprobs"] > 0 and not logprobs:
+        return True
+    if logprobs and (choice not in (None, "none") or (choice is None and tools)):
+        return True
     if choice not in (None, "none") and not tools:
         return True
     if isinstance(choice, dict):

@@ -153,7 +153,10 @@ const metadataSchema = documented(
   { maxProperties: 16, propertyNames: { maxLength: 64 } },
 );
 
-/** What `include` may name. Outputs of tools and inputs this server refuses never exist to include. */
+/**
+ * What `include` may name: the output text's logprobs, and outputs of tools and inputs this server
+ * refuses, which never exist to include.
+ */
 const INCLUDABLE = [
   "file_search_call.results",
   "web_search_call.results",
@@ -165,14 +168,8 @@ const INCLUDABLE = [
   "message.output_text.logprobs",
 ] as const;
 
-const includeSchema = documented(
-  transform(array(literal(INCLUDABLE)), (values, path) => {
-    const i = values.indexOf("message.output_text.logprobs");
-    if (i >= 0) throw unsupportedField(`${path}[${i}]`, "output logprobs are not served on this route yet");
-    return values;
-  }),
-  { items: { type: "string", enum: INCLUDABLE.filter((v) => v !== "message.output_text.logprobs") } },
-);
+/** The include value that asks for the output text's logprobs. */
+const LOGPROBS = "message.output_text.logprobs";
 
 const inputSchema = union<string | InputItem[]>(
   [
@@ -240,9 +237,9 @@ export const responsesRequestSchema = documented(
         description: "0 is greedy. Absent: the model's generation_config, else 1.",
       }),
       top_p: optional(number({ exclusiveMinimum: 0, maximum: 1 }), nullable),
-      top_logprobs: optional(integer({ minimum: 0, maximum: 0 }), {
+      top_logprobs: optional(integer({ minimum: 0, maximum: 20 }), {
         ...nullable,
-        description: "Only 0: output logprobs are not served on this route yet.",
+        description: `Alternatives per output token; above 0 needs include ${LOGPROBS}.`,
       }),
       reasoning: optional(reasoningSchema, nullable),
       metadata: optional(metadataSchema, { ...nullable, description: "Returned with the response." }),
@@ -263,10 +260,10 @@ export const responsesRequestSchema = documented(
         ...nullable,
         description: "auto or default: the server has one tier.",
       }),
-      include: optional(includeSchema, {
+      include: optional(array(literal(INCLUDABLE)), {
         ...nullable,
         description:
-          "Accepted except message.output_text.logprobs; the other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
+          "message.output_text.logprobs: each output token's logprob (text answers only: with tool_choice none). The other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
       }),
       truncation: optional(literal(["disabled"]), {
         ...nullable,
@@ -342,8 +339,28 @@ function checkValues(body: unknown): void {
       "stream_options.include_obfuscation",
       "stream events carry no obfuscation padding",
     );
-  if (typeof b.top_logprobs === "number" && b.top_logprobs > 0)
-    throw unsupportedField("top_logprobs", "output logprobs are not served on this route yet");
+}
+
+/** Whether the request asks for the output text's logprobs. */
+export function wantsLogprobs(wire: Pick<ResponsesWire, "include">): boolean {
+  return wire.include?.includes(LOGPROBS) ?? false;
+}
+
+/**
+ * Logprobs belong to the output text: top_logprobs needs them asked for, and they are served for
+ * text answers only (a tool call's tokens would have no item to carry them).
+ */
+function checkLogprobs(wire: ResponsesWire): void {
+  const asked = wantsLogprobs(wire);
+  if (!asked && (wire.top_logprobs ?? 0) > 0)
+    throw invalidRequest(`top_logprobs needs include ${JSON.stringify(LOGPROBS)}.`, "top_logprobs");
+  const tools = wire.tools ?? [];
+  const choice = wire.tool_choice ?? (tools.length > 0 ? "auto" : "none");
+  if (asked && choice !== "none")
+    throw unsupportedField(
+      `include[${wire.include!.indexOf(LOGPROBS)}]`,
+      'output logprobs are served for text answers only; send tool_choice "none" (or no tools) with them',
+    );
 }
 
 /** Parses a Responses body (without the conversation a previous_response_id adds). */
@@ -358,6 +375,7 @@ export function parseResponsesWire(body: unknown): { wire: ResponsesWire; input:
       : typeof wire.input === "string"
         ? [{ type: "message", role: "user", content: wire.input }]
         : wire.input;
+  checkLogprobs(wire);
   if (input.length === 0 && wire.previous_response_id === undefined)
     throw invalidRequest("input needs at least one item (or a previous_response_id to continue).", "input");
   return { wire, input };
@@ -427,6 +445,8 @@ export function toChatRequest(
     temperature: wire.temperature,
     top_p: wire.top_p,
     user: wire.user ?? wire.safety_identifier,
+    logprobs: wantsLogprobs(wire),
+    top_logprobs: wire.top_logprobs,
     reasoning_effort: reasoningEffort,
     stream: wire.stream,
     // The Responses stream always ends with its usage (response.completed).

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { EngineEvent, FinishReason } from "../../core/types.ts";
+import type { LogprobEntry } from "../output-parts.ts";
 import type { ChatCompletionAccumulator, ChatCompletionResponse } from "../response.ts";
 import type { FunctionCallItem } from "./items.ts";
 import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from "./request.ts";
@@ -14,7 +15,8 @@ export interface OutputTextPart {
   type: "output_text";
   text: string;
   annotations: [];
-  logprobs: [];
+  /** Each token's logprob with include message.output_text.logprobs; otherwise empty. */
+  logprobs: LogprobEntry[];
 }
 
 export type ItemStatus = "in_progress" | "completed" | "incomplete";
@@ -151,7 +153,7 @@ export function responseObject(
       parameters: t.parameters ?? null,
       strict: t.strict ?? null,
     })),
-    top_logprobs: 0,
+    top_logprobs: w.top_logprobs ?? 0,
     top_p: w.top_p ?? null,
     truncation: "disabled",
     usage,
@@ -160,24 +162,34 @@ export function responseObject(
   };
 }
 
-export function outputMessage(id: string, text: string, status: ItemStatus): OutputMessage {
+export function outputMessage(
+  id: string,
+  text: string,
+  status: ItemStatus,
+  logprobs: LogprobEntry[] = [],
+): OutputMessage {
   return {
     id,
     type: "message",
     status,
     role: "assistant",
-    content: [{ type: "output_text", text, annotations: [], logprobs: [] }],
+    content: [{ type: "output_text", text, annotations: [], logprobs }],
   };
 }
 
-/** The chat completion's one choice as output items: its text (when any, or when nothing else), then its calls. */
+/**
+ * The chat completion's one choice as output items: its text (when any, or when nothing else) with
+ * the tokens' logprobs when asked for (text answers only, request.ts), then its calls.
+ */
 export function outputItems(chat: ChatCompletionResponse): OutputItem[] {
   const choice = chat.choices[0]!;
   const status = responseStatus(choice.finish_reason) === "incomplete" ? "incomplete" : "completed";
   const text = choice.message.content ?? "";
   const calls = choice.message.tool_calls;
   return [
-    ...(text !== "" || calls.length === 0 ? [outputMessage(newId("msg"), text, status)] : []),
+    ...(text !== "" || calls.length === 0
+      ? [outputMessage(newId("msg"), text, status, choice.logprobs?.content ?? [])]
+      : []),
     ...calls.map(
       (c): OutputFunctionCall => ({
         id: newId("fc"),

@@ -17,13 +17,24 @@ const closed = (properties: Record<string, unknown>, extra: JsonSchema = {}): Js
   ...extra,
 });
 
+const topLogprob = closed({
+  token: str,
+  logprob: { type: "number" },
+  bytes: { type: "array", items: { type: "integer" } },
+});
+const logprobs = {
+  type: "array",
+  items: closed({ ...(topLogprob.properties as object), top_logprobs: { type: "array", items: topLogprob } }),
+  description: "Each token's logprob, with include message.output_text.logprobs; otherwise empty.",
+};
+
 const itemStatus = { enum: ["in_progress", "completed", "incomplete"] };
 
 const outputText = closed({
   type: { const: "output_text" },
   text: str,
   annotations: { type: "array", maxItems: 0 },
-  logprobs: { type: "array", maxItems: 0 },
+  logprobs,
 });
 
 const outputMessage = closed({
@@ -108,7 +119,7 @@ export const responseObjectSchema = closed(
         strict: nullable({ type: "boolean" }),
       }),
     },
-    top_logprobs: { const: 0 },
+    top_logprobs: { type: "integer", minimum: 0, maximum: 20 },
     top_p: nullable({ type: "number" }),
     truncation: { const: "disabled" },
     usage: nullable(responsesUsageSchema),
@@ -150,14 +161,14 @@ export const responsesStreamEventSchema: JsonSchema = {
     closed({
       type: { const: "response.output_text.delta" },
       delta: str,
-      logprobs: { type: "array", maxItems: 0 },
+      logprobs,
       ...inPart,
       ...seq,
     }),
     closed({
       type: { const: "response.output_text.done" },
       text: str,
-      logprobs: { type: "array", maxItems: 0 },
+      logprobs,
       ...inPart,
       ...seq,
     }),

@@ -9,6 +9,7 @@
  */
 import type { EngineEvent } from "../../core/types.ts";
 import type { ApiError, ApiErrorBody } from "../../errors.ts";
+import type { LogprobEntry } from "../output-parts.ts";
 import type { ChatCompletionChunk, ChatCompletionStreamer } from "../stream.ts";
 import { inResponsesTerms, type ResponsesRequest } from "./request.ts";
 import {
@@ -45,8 +46,8 @@ export type ResponsesEventBody =
   | ItemEvent<"response.output_item.done">
   | PartEvent<"response.content_part.added">
   | PartEvent<"response.content_part.done">
-  | ({ type: "response.output_text.delta"; delta: string; logprobs: [] } & InPart)
-  | ({ type: "response.output_text.done"; text: string; logprobs: [] } & InPart)
+  | ({ type: "response.output_text.delta"; delta: string; logprobs: LogprobEntry[] } & InPart)
+  | ({ type: "response.output_text.done"; text: string; logprobs: LogprobEntry[] } & InPart)
   | ({ type: "response.function_call_arguments.delta"; delta: string; item_id: string } & At)
   | ({ type: "response.function_call_arguments.done"; arguments: string; item_id: string } & At)
   | { type: "error"; code: string | null; message: string; param: string | null };
@@ -55,10 +56,9 @@ export type ResponsesEvent = Numbered<ResponsesEventBody>;
 
 type Frame = { type: "chunk"; data: ResponsesEvent } | { type: "error"; error: ApiError; data: ApiErrorBody };
 
-/** The item being written: a message and its text so far, or a function call. */
-type OpenItem =
-  | { index: number; message: OutputMessage; text: string }
-  | { index: number; call: OutputFunctionCall };
+/** The item being written: a message with its text and logprobs so far, or a function call. */
+type OpenMessage = { index: number; message: OutputMessage; text: string; logprobs: LogprobEntry[] };
+type OpenItem = OpenMessage | { index: number; call: OutputFunctionCall };
 
 /** The terminal events, whose response is the finished one. */
 export function isFinalEvent(
@@ -76,6 +76,8 @@ export class ResponsesStreamer {
   private open: OpenItem | undefined;
   private readonly output: OutputItem[] = [];
   private status: Exclude<ResponseStatus, "in_progress"> = "completed";
+  /** Logprobs of tokens that wrote no text yet (held back by the detokenizer): the next text's. */
+  private pendingLogprobs: LogprobEntry[] = [];
 
   constructor(chat: ChatCompletionStreamer, req: ResponsesRequest, meta: ResponseMeta) {
     this.chat = chat;
@@ -119,6 +121,7 @@ export class ResponsesStreamer {
     }
     for (const choice of chunk.choices) {
       const { content, tool_calls } = choice.delta;
+      this.pendingLogprobs.push(...(choice.logprobs?.content ?? []));
       if (content) this.text(content, send);
       for (const call of tool_calls ?? []) {
         if (call.id !== undefined) this.startCall(call.id, call.function.name ?? "", send);
@@ -157,22 +160,25 @@ export class ResponsesStreamer {
       this.close(send);
       this.openMessage(send);
     }
-    const open = this.open as { index: number; message: OutputMessage; text: string };
+    const open = this.open as OpenMessage;
+    const logprobs = this.pendingLogprobs;
+    this.pendingLogprobs = [];
     open.text += delta;
+    open.logprobs.push(...logprobs);
     send({
       type: "response.output_text.delta",
       item_id: open.message.id,
       output_index: open.index,
       content_index: 0,
       delta,
-      logprobs: [],
+      logprobs,
     });
   }
 
   private openMessage(send: (e: ResponsesEventBody) => void): void {
     const message: OutputMessage = { ...outputMessage(newId("msg"), "", "in_progress"), content: [] };
     const index = this.output.length;
-    this.open = { index, message, text: "" };
+    this.open = { index, message, text: "", logprobs: [] };
     send({ type: "response.output_item.added", output_index: index, item: message });
     send({
       type: "response.content_part.added",
@@ -216,9 +222,12 @@ export class ResponsesStreamer {
       return;
     }
     const status: ItemStatus = this.status === "incomplete" ? "incomplete" : "completed";
-    const item = outputMessage(open.message.id, open.text, status);
+    // Tokens that never wrote text still count among the item's logprobs.
+    const logprobs = [...open.logprobs, ...this.pendingLogprobs];
+    this.pendingLogprobs = [];
+    const item = outputMessage(open.message.id, open.text, status, logprobs);
     const at = { item_id: item.id, output_index: index, content_index: 0 };
-    send({ type: "response.output_text.done", ...at, text: open.text, logprobs: [] });
+    send({ type: "response.output_text.done", ...at, text: open.text, logprobs });
     send({ type: "response.content_part.done", ...at, part: item.content[0]! });
     this.output.push(item);
     send({ type: "response.output_item.done", output_index: index, item });

@@ -19,7 +19,7 @@ import { ResponsesAccumulator } from "../../../src/protocol/responses/response.t
 import { type ResponsesEvent, ResponsesStreamer } from "../../../src/protocol/responses/stream.ts";
 import { ChatCompletionStreamer } from "../../../src/protocol/stream.ts";
 import { toEngineRequest } from "../../../src/protocol/to-engine.ts";
-import { apiError, delta, done, expect400, finish, promptEvent } from "../helpers.ts";
+import { apiError, delta, done, expect400, finish, promptEvent, tokenLogprob } from "../helpers.ts";
 
 const body = (over: Record<string, unknown> = {}) => ({ model: "m", input: "Weather in Paris?", ...over });
 const WEATHER = {
@@ -192,8 +192,13 @@ describe("Responses request → chat request", () => {
       [{ truncation: "auto" }, "truncation", "unsupported_parameter"],
       [{ background: true }, "background", "unsupported_parameter"],
       [{ conversation: "conv_1" }, "conversation", "unsupported_parameter"],
-      [{ include: ["reasoning.encrypted_content", "message.output_text.logprobs"] }, "include[1]"],
-      [{ top_logprobs: 3 }, "top_logprobs", "unsupported_parameter"],
+      [
+        { tools: [WEATHER], include: ["reasoning.encrypted_content", "message.output_text.logprobs"] },
+        "include[1]",
+        "unsupported_parameter",
+      ],
+      [{ top_logprobs: 3 }, "top_logprobs"],
+      [{ include: ["message.output_text.logprobs"], top_logprobs: 21 }, "top_logprobs"],
       [{ text: { verbosity: "low" } }, "text.verbosity", "unsupported_parameter"],
       [{ service_tier: "flex" }, "service_tier", "unsupported_parameter"],
       [{ stream_options: { include_obfuscation: false } }, "stream_options"],
@@ -349,6 +354,69 @@ describe("engine events → response object", () => {
   it("only a call: no empty message before it", () => {
     const r = respond({ tools: [WEATHER] }, [promptEvent([1]), delta(0, CALL, [5]), finish(0, 1), done]);
     expect(r.output.map((o) => o.type)).toEqual(["function_call"]);
+  });
+});
+
+describe("output logprobs (include message.output_text.logprobs)", () => {
+  const lp = (id: number, token: string, logprob: number) => tokenLogprob(id, token, logprob, [[9, "x", -3]]);
+  const asked = { include: ["message.output_text.logprobs"], top_logprobs: 1 };
+
+  it("reach the chat request as logprobs and top_logprobs", () => {
+    expect(request(asked).chat).toMatchObject({ logprobs: true, top_logprobs: 1 });
+    expect(request().chat).toMatchObject({ logprobs: false, top_logprobs: 0 });
+  });
+
+  it("the response's output_text carries every token's logprob, top_logprobs echoed", () => {
+    const r = respond(asked, [
+      promptEvent([1]),
+      delta(0, "Hi", [5], [lp(5, "Hi", -0.5)]),
+      delta(0, " there", [6], [lp(6, " there", -1.25)]),
+      finish(0, 2),
+      done,
+    ]);
+    expect(r.top_logprobs).toBe(1);
+    const part = (r.output[0] as { content: { logprobs: unknown[] }[] }).content[0]!;
+    expect(part.logprobs).toEqual([
+      {
+        token: "Hi",
+        logprob: -0.5,
+        bytes: [72, 105],
+        top_logprobs: [{ token: "x", logprob: -3, bytes: [120] }],
+      },
+      {
+        token: " there",
+        logprob: -1.25,
+        bytes: [...new TextEncoder().encode(" there")],
+        top_logprobs: [{ token: "x", logprob: -3, bytes: [120] }],
+      },
+    ]);
+  });
+
+  it("each delta carries its tokens' logprobs; a token with no text yet joins the next delta; done has them all", () => {
+    const events = streamed(asked, [
+      promptEvent([1]),
+      delta(0, "Hi", [5], [lp(5, "Hi", -0.5)]),
+      delta(0, "", [7], [lp(7, "\ufffd", -2)]),
+      delta(0, "!", [8], [lp(8, "!", -0.25)]),
+      finish(0, 3),
+      done,
+    ]);
+    const deltas = events.filter((e) => e.type === "response.output_text.delta") as Extract<
+      ResponsesEvent,
+      { type: "response.output_text.delta" }
+    >[];
+    expect(deltas.map((d) => [d.delta, d.logprobs.map((l) => l.logprob)])).toEqual([
+      ["Hi", [-0.5]],
+      ["!", [-2, -0.25]],
+    ]);
+    const doneEvent = events.find((e) => e.type === "response.output_text.done") as Extract<
+      ResponsesEvent,
+      { type: "response.output_text.done" }
+    >;
+    expect(doneEvent.logprobs.map((l) => l.logprob)).toEqual([-0.5, -2, -0.25]);
+    const last = events.at(-1) as Extract<ResponsesEvent, { type: "response.completed" }>;
+    const part = (last.response.output[0] as { content: { logprobs: { logprob: number }[] }[] }).content[0]!;
+    expect(part.logprobs.map((l) => l.logprob)).toEqual([-0.5, -2, -0.25]);
   });
 });
 
