@@ -129,6 +129,11 @@ export async function run(argv: string[]): Promise<void> {
   const limit = (name: keyof typeof values, fallback: number) =>
     parseNonNegativeInt(`--${name}`, values[name] as string | undefined, fallback);
   const kvCacheDtype = parseKvCacheDtype(values["kv-cache-dtype"], SERVER_DEFAULTS.kvCacheDtype);
+  const responseRetentionDays = parseNonNegativeInt(
+    "--response-retention-days",
+    values["response-retention-days"] ?? process.env.ORTSERVE_RESPONSE_RETENTION_DAYS,
+    RESPONSE_RETENTION_DEFAULT_DAYS,
+  );
   if (!values["no-setup"]) await runSetup({ modelsDir: values["models-dir"] });
 
   const server = await startServer({
@@ -137,11 +142,7 @@ export async function run(argv: string[]): Promise<void> {
     port,
     modelsDir: dir,
     dbPath: values.db,
-    responseRetentionDays: parseNonNegativeInt(
-      "--response-retention-days",
-      values["response-retention-days"] ?? process.env.ORTSERVE_RESPONSE_RETENTION_DAYS,
-      RESPONSE_RETENTION_DEFAULT_DAYS,
-    ),
+    responseRetentionDays,
     workers: parsePositiveInt("--workers", values.workers, SERVER_DEFAULTS.workers),
     threads: parsePositiveInt("--threads", values.threads, SERVER_DEFAULTS.threads),
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),
