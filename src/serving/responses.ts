@@ -138,7 +138,10 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     return response;
   }
 
-  /** `GET /v1/responses/{id}`: a stored response of the caller's key. */
+  /**
+   * `GET /v1/responses/{id}`: a stored response of the caller's key.
+   * Debt: `GET /v1/responses/{id}/input_items` (the SDK's responses.inputItems.list) is not served.
+   */
   retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): ResponseObject {
     const asked = Object.keys(query)[0];
     if (asked !== undefined)

@@ -194,6 +194,7 @@ const OTHER_TOOL_ITEMS = [
 ];
 
 function rejectItem(type: string, typePath: string) {
+  // Debt: reasoning items are refused until reasoning output is served (then they carry its text).
   if (type === "reasoning")
     return unsupportedField(typePath, "reasoning items: this server does not serve reasoning output yet");
   if (type === "item_reference")

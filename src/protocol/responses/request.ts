@@ -265,6 +265,8 @@ export const responsesRequestSchema = documented(
         description:
           "message.output_text.logprobs: each output token's logprob (text answers only: with tool_choice none). The other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
       }),
+      // Debt: truncation "auto" (OpenAI drops the oldest items until the input fits) is refused,
+      // not served.
       truncation: optional(literal(["disabled"]), {
         ...nullable,
         description: "Only disabled: a prompt longer than the context is a 400.",
