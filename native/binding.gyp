@@ -31,8 +31,11 @@
           # A separate addon, so a failure here never costs the kernels; it links no ONNX
           # Runtime library (it dlopens onnxruntime-node's at run time).
           "target_name": "ortserve_session",
-          "sources": ["src/session.cc", "src/attention.cc", "src/block-quant-matmul.cc", "src/projection-epilogue.cc",
-                      "src/weight-arena.cc"],
+          # The addon's exports, ONNX Runtime's loading, the session, the custom operators (one
+          # builder, a file per family) and their kernels.
+          "sources": ["src/session-addon.cc", "src/ort-runtime.cc", "src/session.cc", "src/custom-ops.cc",
+                      "src/attention-op.cc", "src/projection-ops.cc", "src/attention.cc", "src/block-quant-matmul.cc",
+                      "src/projection-epilogue.cc", "src/weight-arena.cc"],
           "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           # A run can settle while its worker thread is being torn down; the rejection it can no
           # longer deliver is dropped instead of aborting the process.

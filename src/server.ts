@@ -27,6 +27,7 @@ import { MessagesService } from "./serving/messages.ts";
 import { ResponsesService } from "./serving/responses.ts";
 import { TokenizeService } from "./serving/tokenize.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
+import { UsageWriter } from "./storage/usage-writer.ts";
 
 export interface ServerConfig {
   host: string;
@@ -107,6 +108,13 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         process.stdout.write(`ortserve: created API key (shown once, store it now):\n${key}\n`));
     announce(created.key);
   }
+  // Commits (fsync) leave the thread that writes every stream's chunks; an in-memory database has
+  // no second connection to write through, so it keeps its rows here.
+  const usageWriter = storage.path === ":memory:" ? undefined : new UsageWriter(storage.path);
+  if (usageWriter) {
+    await usageWriter.open();
+    storage.keys.touchThrough((id) => usageWriter.touchKey(id));
+  }
 
   const registry = ModelRegistry.load(config.modelsDir, { checkFiles: config.checkModelFiles ?? true });
   for (const w of registry.warnings) logger.warn("model registry", { warning: w });
@@ -148,7 +156,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const app = createApp({
     registry,
     keys: storage.keys,
-    usage: storage.usage,
+    usage: usageWriter ?? storage.usage,
     chat,
     completions,
     messages,
@@ -235,6 +243,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       // Removed checkpoints whose requests just finished: free their engines, delete their files.
       await checkpoints.settled();
       await engine.close();
+      await usageWriter?.close();
       storage.close();
       logger.info("stopped");
     })();

@@ -1,9 +1,9 @@
-// The part of ONNX Runtime's C API that session.cc calls, declared by ortserve.
+// The part of ONNX Runtime's C API that the session addon calls, declared by ortserve.
 //
 // These declarations follow ONNX Runtime's public C API (github.com/microsoft/onnxruntime,
 // MIT License) and list only what ortserve uses: a handful of opaque handles, the enum values
 // it passes or reads, OrtApiBase and the OrtApi function table. Nothing links against them;
-// session.cc dlopens the library onnxruntime-node ships and reads the table it returns.
+// ort-runtime.cc dlopens the library onnxruntime-node ships and reads the table it returns.
 //
 // The table is a struct of function pointers that ONNX Runtime only ever appends to: a slot,
 // once shipped, keeps its position and signature in every later 1.x release. So the table below

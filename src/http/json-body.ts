@@ -1,6 +1,14 @@
 /** Body parser that keeps the raw text (seed needs exact 64-bit integers) and insists on JSON. */
 import express, { type NextFunction, type Request, type Response } from "express";
 import { invalidRequest } from "../errors.ts";
+import { mainThreadTurns } from "../util/turns.ts";
+
+/**
+ * Bodies from this size on are parsed in a turn of their own and validated in the next (see
+ * Turns): parsing and walking a few MB takes milliseconds, and several arriving at once must not
+ * add up in front of a stream's chunk. Ordinary requests are far below it and pay nothing.
+ */
+const LARGE_BODY_CHARS = 64 * 1024;
 
 /**
  * Deepest nesting a body may have. Real requests (tool schemas, kwargs) stay far below it; far
@@ -42,9 +50,11 @@ export function jsonBody(limit: number) {
     const type = req.get("content-type") ?? "";
     if (!/^application\/json\s*(;|$)/i.test(type))
       return next(invalidRequest("Content-Type must be application/json.", null, "invalid_content_type"));
-    text(req, res, (err?: unknown) => {
+    text(req, res, async (err?: unknown) => {
       if (err) return next(err);
       const raw = typeof req.body === "string" ? req.body : "";
+      const large = raw.length >= LARGE_BODY_CHARS;
+      if (large) await mainThreadTurns.next();
       let value: unknown;
       try {
         value = JSON.parse(raw);
@@ -63,6 +73,7 @@ export function jsonBody(limit: number) {
           ),
         );
       req.body = { raw, value } satisfies JsonBody;
+      if (large) await mainThreadTurns.next();
       next();
     });
   };

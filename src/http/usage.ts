@@ -21,7 +21,7 @@ export interface UsageStore {
   /** Resolves once the row is committed to disk. */
   commitUsage(record: UsageRecord): Promise<void>;
   /** Whether a row could be written now (a probe that leaves nothing behind). */
-  canWrite(): boolean;
+  canWrite(): boolean | Promise<boolean>;
 }
 
 /** 503: usage cannot be recorded, so nothing is served (no unrecorded work). */
@@ -130,15 +130,15 @@ export class UsageRecorder {
    * In a route's chain: makes sure the request has its row, and fails closed (503) while rows
    * cannot be written; each request then probes the store, so service resumes once it can.
    */
-  readonly onRoute = (req: Request, _res: Response, next: NextFunction): void => {
+  readonly onRoute = async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     this.arm(req);
     if (this.health.failing) {
-      if (!this.store.canWrite()) {
+      if (!(await this.store.canWrite())) {
         next(usageUnavailable());
         return;
       }
+      if (this.health.failing) this.logger.info("usage records can be written again");
       this.health.failing = false;
-      this.logger.info("usage records can be written again");
     }
     next();
   };

@@ -214,7 +214,16 @@ export function array<T>(item: Schema<T>, opts: { minItems?: number } = {}): Sch
       if (!Array.isArray(value)) throw typeError(path, "an array", value);
       if (opts.minItems !== undefined && value.length < opts.minItems)
         throw valueError(path, `expected an array with at least ${opts.minItems} item(s).`);
-      return value.map((v, i) => item.parse(v, indexPath(path, i)));
+      // The item's path is spelled only for an item that fails: a 100,000-id prompt is parsed on
+      // the thread that writes every stream's chunks. Parsing is pure, so the failing item is
+      // simply parsed again to name itself.
+      return value.map((v, i) => {
+        try {
+          return item.parse(v, path);
+        } catch {
+          return item.parse(v, indexPath(path, i));
+        }
+      });
     },
     jsonSchema: () => ({ type: "array", items: item.jsonSchema(), minItems: opts.minItems }),
   };

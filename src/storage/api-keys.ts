@@ -87,6 +87,7 @@ export class ApiKeys {
   readonly #byHash: StatementSync;
   readonly #touch: StatementSync;
   readonly #insert: StatementSync;
+  #touchElsewhere: ((id: number) => void) | undefined;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -126,12 +127,21 @@ export class ApiKeys {
     // The index finds the row; comparing in constant time keeps the check itself from leaking.
     if (!row || row.hash.length !== hash.length || !timingSafeEqual(row.hash, hash)) return undefined;
     if (row.revoked_at !== null) return undefined;
-    this.#touchLastUsed(row.id);
+    if (this.#touchElsewhere) this.#touchElsewhere(row.id);
+    else this.touchLastUsed(row.id);
     return { id: row.id, name: row.name };
   }
 
+  /**
+   * Hands last-used times to another writer (the server's usage writer thread), so checking a key
+   * never waits for a commit on this thread.
+   */
+  touchThrough(touch: (id: number) => void): void {
+    this.#touchElsewhere = touch;
+  }
+
   /** Best effort: a busy database must not turn a valid key into a failed request. */
-  #touchLastUsed(id: number): void {
+  touchLastUsed(id: number): void {
     const now = Date.now();
     try {
       this.#touch.run(new Date(now).toISOString(), id, new Date(now - TOUCH_INTERVAL_MS).toISOString());

@@ -5,6 +5,7 @@ import { InferenceSession } from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchRunner } from "../../src/core/runner/batch-runner.ts";
 import { KvSlots } from "../../src/core/runner/kv-slots.ts";
+import { OrtDecoderSession } from "../../src/core/runner/ort-decoder-session.ts";
 import { argmax, emptyPast, loadRaw, type RawDecoder, step } from "../convert/run-onnx.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 
@@ -39,14 +40,14 @@ async function reference(d: RawDecoder, prompt: number[], n: number): Promise<nu
 describe("BatchRunner over the shared KV cache", () => {
   let root: string;
   let raw: RawDecoder;
-  let session: InferenceSession;
+  let session: OrtDecoderSession;
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "ortserve-batch-"));
     const { modelDir } = await buildSyntheticModel(root, ["fp32"]);
     const path = join(modelDir, "onnx/model.onnx");
     raw = await loadRaw(path, shape.layers, shape.kvHeads, shape.headDim);
-    session = await InferenceSession.create(path, { intraOpNumThreads: 1 });
+    session = new OrtDecoderSession(await InferenceSession.create(path, { intraOpNumThreads: 1 }));
   });
 
   afterAll(async () => {
@@ -89,6 +90,16 @@ describe("BatchRunner over the shared KV cache", () => {
       }
     }
     expect(outputs).toEqual(expected);
+  });
+
+  it("onnxruntime-node's session as a DecoderSession: its inputs' types, and no unknown output", async () => {
+    expect(session.ragged).toBe(false);
+    expect(session.inputType("past_key_values.0.key")).toBe("float32");
+    expect(session.inputType("input_ids")).toBe("int64");
+    expect(session.inputType("nope")).toBeUndefined();
+    // onnxruntime-node would read a record without an output name as run options: refused instead.
+    await expect(session.run({}, { nope: null })).rejects.toThrow(/no output nope/);
+    await expect(session.run({}, {})).rejects.toThrow(/at least one output/);
   });
 
   it("a row copied to another row continues identically (forks and compaction)", async () => {

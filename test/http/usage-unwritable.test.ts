@@ -1,7 +1,9 @@
 /**
- * The usage database stops taking writes (SQLite's page limit, which fails inserts with
- * SQLITE_FULL exactly as a full disk does): requests fail closed with a 503 rather than being served
- * unrecorded, every 200 has its row, and service resumes once rows can be written again.
+ * The usage database stops taking writes: requests fail closed with a 503 rather than being served
+ * unrecorded, every 200 has its row, and service resumes once rows can be written again. Rows are
+ * written by the server's own connection on its writer thread, so the failure is put in the schema,
+ * which every connection obeys: a trigger failing each insert with the message SQLite gives for a
+ * full disk.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -27,12 +29,12 @@ const pragma = (sql: string) => h.server.storage.db.exec(sql);
 describe("an unwritable usage database", () => {
   it("fails requests closed with a 503, never serves them unrecorded, and recovers", async () => {
     expect((await chat(h, tinyRequest())).status).toBe(200);
-    const pages = Number(
-      (h.server.storage.db.prepare("PRAGMA page_count").get() as { page_count: number }).page_count,
-    );
-    pragma(`PRAGMA max_page_count = ${pages}`);
+    // Full after a few more rows, as a disk fills while requests are in flight.
+    const full = rows() + 5;
+    pragma(`CREATE TRIGGER usage_disk_full BEFORE INSERT ON usage WHEN (SELECT count(*) FROM usage) >= ${full}
+      BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`);
     try {
-      // Rows still fit in the last page for a while; every answered request must have its row.
+      // Every answered request must have its row.
       let served = 0;
       let refused: Awaited<ReturnType<typeof chat>> | undefined;
       const before = rows();
@@ -52,7 +54,7 @@ describe("an unwritable usage database", () => {
       expect((await get(h, "/health", {})).status).toBe(200);
       expect(rows() - before).toBe(served);
     } finally {
-      pragma("PRAGMA max_page_count = 1073741823");
+      pragma("DROP TRIGGER usage_disk_full");
     }
     const again = rows();
     expect((await chat(h, tinyRequest())).status).toBe(200);

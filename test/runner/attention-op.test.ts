@@ -16,6 +16,7 @@ import { type NativeDecoderSession, nativeSessions } from "../../src/core/runner
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
 import { relativeGap } from "./relative-gap.ts";
+import { runAll } from "./run-all.ts";
 import { values } from "./seeded-values.ts";
 
 const F = OnnxDataType.FLOAT;
@@ -218,7 +219,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
     it(`matches GroupQueryAttention: ${name}`, async () => {
       const f = feeds(past, sequence, past.length * 31 + sequence, false);
       const want = await exact.run(f);
-      const got = await ours.run(f);
+      const got = await runAll(ours, f);
       expect(got.attn!.dims).toEqual([past.length, sequence, HEADS * HEAD_DIM]);
       expect(relativeGap(floats(want.attn!), floats(got.attn!))).toBeLessThan(1e-5);
       // Beyond each row's length GroupQueryAttention leaves its own present unspecified.
@@ -230,7 +231,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
 
       // A float16 cache: GroupQueryAttention over the same half-rounded cache, so only the new
       // positions' rounding separates the two.
-      const gotHalf = await oursHalf.run(asHalfCache(f));
+      const gotHalf = await runAll(oursHalf, asHalfCache(f));
       expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
 
       // An 8-bit cache: GroupQueryAttention over the floats the cached bytes stand for, so again
@@ -238,7 +239,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       // and the present cache holds what GroupQueryAttention's does, to that rounding.
       const int8 = asInt8Cache(f);
       const wantInt8 = await exact.run(int8.exact);
-      const gotInt8 = await oursInt8.run(int8.ours);
+      const gotInt8 = await runAll(oursInt8, int8.ours);
       expect(gotInt8["present.0.key"]!.dims).toEqual([past.length, KV_HEADS, CAPACITY, INT8_WIDTH]);
       expect(relativeGap(floats(wantInt8.attn!), floats(gotInt8.attn!))).toBeLessThan(5e-3);
       for (const name of ["present.0.key", "present.0.value"]) {
@@ -281,8 +282,8 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       ),
       [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(40).fill(2n), 0n, 1n]), [42]),
     };
-    const got = await ours.run(ragged);
-    const [wantDecode, wantPrefill] = [await ours.run(decode), await ours.run(prefill)];
+    const got = await runAll(ours, ragged);
+    const [wantDecode, wantPrefill] = [await runAll(ours, decode), await runAll(ours, prefill)];
     const bits = (t: Tensor) => Buffer.from(floats(t).buffer, floats(t).byteOffset, floats(t).byteLength);
     expect(got.attn!.dims).toEqual([1, 42, HEADS * HEAD_DIM]);
     expect(bits(got.attn!).equals(Buffer.concat([bits(wantPrefill.attn!), bits(wantDecode.attn!)]))).toBe(
@@ -313,7 +314,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       ),
       [TOKEN_ROWS]: new Tensor("int64", BigInt64Array.from([...Array(39).fill(2n), 0n, 1n, 2n]), [42]),
     };
-    const split = await ours.run(reordered);
+    const split = await runAll(ours, reordered);
     const width = HEADS * HEAD_DIM;
     const attnRows = (t: Tensor, order: number[]) =>
       Buffer.concat(order.map((i) => bits(t).subarray(i * width * 4, (i + 1) * width * 4)));
@@ -331,9 +332,9 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
         [1, 42],
       ),
     };
-    await expect(ours.run(gap)).rejects.toThrow(/do not continue its positions/);
+    await expect(runAll(ours, gap)).rejects.toThrow(/do not continue its positions/);
     const short = { ...ragged, seqlens_k: new Tensor("int32", Int32Array.of(1000, 300, 740), [3]) };
-    await expect(ours.run(short)).rejects.toThrow(/disagrees with seqlens_k/);
+    await expect(runAll(ours, short)).rejects.toThrow(/disagrees with seqlens_k/);
   });
 
   // Each cache type has kernels of its own (with AVX-512VL the float16 and int8 ones take several
@@ -352,9 +353,9 @@ describe.skipIf(!nativeSessions)("ortserve attention operator over long contexts
       // A 600-token prefill after 300 cached positions, then its last token again as a decode step
       // over the cache that prefill left: how the work was split must not change a token's floats.
       const f = cacheOf(feeds([300], 600, 5, false));
-      const prefill = await session().run(f);
+      const prefill = await runAll(session(), f);
       const last = floats(f.query!).slice(599 * PACKED);
-      const decode = await session().run({
+      const decode = await runAll(session(), {
         query: new Tensor("float32", last, [1, 1, PACKED]),
         "past_key_values.0.key": prefill["present.0.key"]!,
         "past_key_values.0.value": prefill["present.0.value"]!,
@@ -399,23 +400,23 @@ describe.skipIf(!nativeSessions)("ortserve attention operator with a sliding win
     it(`matches GroupQueryAttention's local_window_size: ${name}`, async () => {
       const f = feeds(past, sequence, past.length * 17 + sequence, false);
       const want = await exact.run(f);
-      const got = await sessions.float32!.run(f);
+      const got = await runAll(sessions.float32!, f);
       expect(relativeGap(floats(want.attn!), floats(got.attn!))).toBeLessThan(1e-5);
       // The window matters: every position attended gives another result.
-      const all = await full.run(f);
+      const all = await runAll(full, f);
       expect(relativeGap(floats(all.attn!), floats(got.attn!))).toBeGreaterThan(1e-2);
-      const gotHalf = await sessions.float16!.run(asHalfCache(f));
+      const gotHalf = await runAll(sessions.float16!, asHalfCache(f));
       expect(relativeGap(floats(want.attn!), floats(gotHalf.attn!))).toBeLessThan(2e-3);
       const int8 = asInt8Cache(f);
       const wantInt8 = await exact.run(int8.exact);
-      const gotInt8 = await sessions.int8!.run(int8.ours);
+      const gotInt8 = await runAll(sessions.int8!, int8.ours);
       expect(relativeGap(floats(wantInt8.attn!), floats(gotInt8.attn!))).toBeLessThan(5e-3);
     });
 
   it("reads no position before a token's window", async () => {
     // Positions outside every window poisoned with NaN: the result stays finite and the same.
     const f = feeds([1000], 1, 3, false);
-    const want = floats((await sessions.float32!.run(f)).attn!);
+    const want = floats((await runAll(sessions.float32!, f)).attn!);
     const poisoned = { ...f };
     for (const name of ["past_key_values.0.key", "past_key_values.0.value"]) {
       const x = Float32Array.from(floats(f[name]!));
@@ -423,7 +424,7 @@ describe.skipIf(!nativeSessions)("ortserve attention operator with a sliding win
         x.fill(Number.NaN, h * CAPACITY * HEAD_DIM, (h * CAPACITY + 701) * HEAD_DIM);
       poisoned[name] = new Tensor("float32", x, f[name]!.dims);
     }
-    const got = floats((await sessions.float32!.run(poisoned)).attn!);
+    const got = floats((await runAll(sessions.float32!, poisoned)).attn!);
     expect(Buffer.from(got.buffer).equals(Buffer.from(want.buffer))).toBe(true);
   });
 
@@ -432,8 +433,8 @@ describe.skipIf(!nativeSessions)("ortserve attention operator with a sliding win
       const f0 = feeds([300], 600, 5, false);
       const f = dtype === "float16" ? asHalfCache(f0) : dtype === "int8" ? asInt8Cache(f0).ours : f0;
       const session = sessions[dtype]!;
-      const prefill = await session.run(f);
-      const decode = await session.run({
+      const prefill = await runAll(session, f);
+      const decode = await runAll(session, {
         query: new Tensor("float32", floats(f.query!).slice(599 * PACKED), [1, 1, PACKED]),
         "past_key_values.0.key": prefill["present.0.key"]!,
         "past_key_values.0.value": prefill["present.0.value"]!,

@@ -6,20 +6,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
 import { BatchRunner } from "../../src/core/runner/batch-runner.ts";
+import type { DecoderSession } from "../../src/core/runner/decoder-session.ts";
 import type { KvDtype } from "../../src/core/runner/kv-rows.ts";
 import { type KvShape, KvSlots, kvDtypeOf } from "../../src/core/runner/kv-slots.ts";
 import { NativeDecoderSession, nativeSessions } from "../../src/core/runner/native-session.ts";
+import { OrtDecoderSession } from "../../src/core/runner/ort-decoder-session.ts";
 import { checkDecoderContract, createDecoderSession } from "../../src/core/runner/ort-session.ts";
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
 import { parseRuntimeFlags } from "../../src/core/runtime-flags.ts";
 import { buildSyntheticModel, SYNTHETIC } from "../fixtures/synthetic-model.ts";
 import { hasModel, MODEL_DIR } from "./model-fixture.ts";
 import { relativeGap } from "./relative-gap.ts";
+import { runAll } from "./run-all.ts";
 
 const THREADS = 2;
 
 /** onnxruntime-node's session with the options createDecoderSession gives it. */
-function ortSession(path: string): Promise<InferenceSession> {
+function ortInferenceSession(path: string): Promise<InferenceSession> {
   return InferenceSession.create(path, {
     executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
@@ -27,6 +30,11 @@ function ortSession(path: string): Promise<InferenceSession> {
     intraOpNumThreads: THREADS,
     interOpNumThreads: 1,
   });
+}
+
+/** The same, as the runner takes it. */
+async function ortSession(path: string): Promise<OrtDecoderSession> {
+  return new OrtDecoderSession(await ortInferenceSession(path));
 }
 
 function bytes(a: ArrayBufferView): Buffer {
@@ -45,8 +53,8 @@ function kvMemory(kv: KvSlots, rows: number): Buffer[] {
  */
 async function compareRunners(
   shape: KvShape,
-  ort: InferenceSession,
-  native: InferenceSession,
+  ort: DecoderSession,
+  native: DecoderSession,
   prompts: number[][],
   chunk: number,
   steps: number,
@@ -114,7 +122,7 @@ function argmaxRow(logits: Float32Array, vocab: number, row: number): number {
 describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, IoBinding)", () => {
   describe("on the synthetic model", () => {
     let root: string;
-    const sessions: InferenceSession[] = [];
+    const sessions: { release(): Promise<void> }[] = [];
     const shape = {
       layers: SYNTHETIC.layers,
       kvHeads: SYNTHETIC.kvHeads,
@@ -134,7 +142,7 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       rmSync(root, { recursive: true, force: true });
     });
 
-    async function both(format: ModelFormat): Promise<[InferenceSession, NativeDecoderSession]> {
+    async function both(format: ModelFormat): Promise<[OrtDecoderSession, NativeDecoderSession]> {
       const ort = await ortSession(paths[format]!);
       const native = nativeSessions!.create(paths[format]!, {
         intraOpThreads: THREADS,
@@ -146,7 +154,9 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
     }
 
     it("describes the model as onnxruntime-node does and follows the decoder contract", async () => {
-      const [ort, native] = await both("fp32");
+      const native = (await both("fp32"))[1];
+      const ort = await ortInferenceSession(paths.fp32!);
+      sessions.push(ort);
       expect(native.inputNames).toEqual(ort.inputNames);
       expect(native.outputNames).toEqual(ort.outputNames);
       expect(native.inputMetadata).toEqual(ort.inputMetadata);
@@ -258,7 +268,7 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         expect(gap).toBeLessThan(bound);
       });
 
-    it("runs with fetch names, all outputs, and reports bad feeds", async () => {
+    it("runs with the outputs named, and reports bad feeds and fetches", async () => {
       const [ort, native] = await both("fp32");
       const feeds: Record<string, Tensor> = {
         input_ids: new Tensor("int64", BigInt64Array.of(1n, 40n, 80n), [1, 3]),
@@ -274,15 +284,15 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
             0,
             shape.headDim,
           ]);
-      const expected = await ort.run(feeds);
-      const all = await native.run(feeds);
+      const expected = await runAll(ort, feeds);
+      const all = await runAll(native, feeds);
       expect(Object.keys(all).sort()).toEqual(Object.keys(expected).sort());
       for (const [name, t] of Object.entries(expected)) {
         expect(all[name]!.dims).toEqual(t.dims);
         expect(bytes(all[name]!.data as Float32Array).equals(bytes(t.data as Float32Array))).toBe(true);
       }
       // present.* has no shape known before the run: ONNX Runtime allocates it and it is copied out.
-      const named = await native.run(feeds, ["logits", "present.1.value"]);
+      const named = await native.run(feeds, { logits: null, "present.1.value": null });
       expect(Object.keys(named)).toEqual(["logits", "present.1.value"]);
       expect(
         bytes(named["present.1.value"]!.data as Float32Array).equals(
@@ -290,10 +300,14 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         ),
       ).toBe(true);
 
-      await expect(native.run({ ...feeds, nope: feeds.input_ids! })).rejects.toThrow(/no input nope/);
+      await expect(native.run({ ...feeds, nope: feeds.input_ids! }, { logits: null })).rejects.toThrow(
+        /no input nope/,
+      );
       const int32 = new Tensor("int32", Int32Array.of(1, 40, 80), [1, 3]);
-      await expect(native.run({ ...feeds, input_ids: int32 }, ["logits"])).rejects.toThrow(/type/);
-      await expect(native.run(feeds, { logits: null }, { tag: "x" })).rejects.toThrow(/run options/);
+      await expect(native.run({ ...feeds, input_ids: int32 }, { logits: null })).rejects.toThrow(/type/);
+      // A name that is no output is an error on either session, never read as something else.
+      for (const session of [native, ort])
+        await expect(session.run(feeds, { logits: null, nope: null })).rejects.toThrow(/no output nope/);
     });
 
     it("keeps its binding across runs: changed tensors are rebound, a concurrent run binds its own", async () => {
@@ -348,7 +362,7 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
             dims,
           );
         }
-      const want = (await ort.run(feeds, ["logits"])).logits!.data as Float32Array;
+      const want = (await ort.run(feeds, { logits: null })).logits!.data as Float32Array;
       // Started together: the first takes the kept binding, the second (it is in use) its own.
       const [x, y] = await Promise.all([native.run(feeds, fetches), native.run(feeds, fetches)]);
       for (const out of [x, y])
@@ -412,7 +426,7 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         parseRuntimeFlags({ ORTSERVE_NATIVE_SESSION: "0" }),
       );
       sessions.push(ort.session);
-      expect(ort.session).not.toBeInstanceOf(NativeDecoderSession);
+      expect(ort.session).toBeInstanceOf(OrtDecoderSession);
       expect(ort).toMatchObject({
         attention: "onnxruntime",
         kvCacheDtype: "float32",
@@ -422,8 +436,8 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
   });
 
   describe.skipIf(!hasModel("q4"))("on the default model (q4)", () => {
-    let ort: InferenceSession;
-    let native: InferenceSession;
+    let ort: DecoderSession;
+    let native: DecoderSession;
     let prompts: number[][];
     const config = () => readModelConfig(MODEL_DIR).decoder;
 

@@ -34,6 +34,7 @@ import {
   withBlockSumRows,
 } from "../../src/models/convert/quantized-weights.ts";
 import { relativeGap } from "./relative-gap.ts";
+import { runAll } from "./run-all.ts";
 
 const F = OnnxDataType.FLOAT;
 // 5 blocks of 32 unless a case says otherwise (K-quant cases: whole super-blocks of 256).
@@ -374,12 +375,12 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
             const next = lcg(rows * 7 + i);
             const x = Float32Array.from({ length: rows * k }, () => (next() - 0.5) * 4);
             const feeds = { x: new Tensor("float32", x, [rows, k]) };
-            const got = (await ours.run(feeds)).y!;
+            const got = (await runAll(ours, feeds)).y!;
             expect(got.dims).toEqual([rows, swiglu ? n / 2 : n]);
             const gotData = got.data as Float32Array;
             if (asFloat) {
               // Every output but column 0 (the one whose scale differs) the same floats.
-              const floats = (await asFloat.run(feeds)).y!.data as Float32Array;
+              const floats = (await runAll(asFloat, feeds)).y!.data as Float32Array;
               const width = swiglu ? n / 2 : n;
               const others = (y: Float32Array) => y.filter((_, j) => j % width !== 0);
               expect(others(floats)).toEqual(others(gotData));
@@ -401,7 +402,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
               if (kernel === "scalar" && rows > 13) continue;
               expect(nativeSessions!.setBlockQuantMatMulKernel(kernel)).toBe(kernel);
               try {
-                expect((await ours.run(feeds)).y!.data, kernel).toEqual(gotData);
+                expect((await runAll(ours, feeds)).y!.data, kernel).toEqual(gotData);
               } finally {
                 expect(nativeSessions!.setBlockQuantMatMulKernel(best)).toBe(best);
               }

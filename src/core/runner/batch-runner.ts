@@ -7,15 +7,14 @@
  * length), a pass per row with jump-forward tokens, and a prefill pass per prompt chunk. A chunk
  * that needs every position's logits (prompt logprobs) always takes a pass of its own.
  */
-import { type InferenceSession, Tensor } from "onnxruntime-node";
+import { Tensor } from "onnxruntime-node";
 import type { PrefixCache } from "../cache/prefix-cache.ts";
 import { TOKEN_ROWS } from "./attention-graph.ts";
 import { AttentionMask } from "./attention-mask.ts";
 import { BatchLayout, type LayoutPlan, type PassRun } from "./batch-layout.ts";
+import type { DecoderSession } from "./decoder-session.ts";
 import type { KvRows } from "./kv-rows.ts";
 import type { KvSlots } from "./kv-slots.ts";
-import { NativeDecoderSession } from "./native-session.ts";
-import type { BuiltSession } from "./ort-session.ts";
 
 export interface ForwardResult {
   /** Row-major logits: one row per kept position. */
@@ -65,7 +64,7 @@ export interface BatchRunnerOptions {
 }
 
 export class BatchRunner implements ModelRunner {
-  readonly session: InferenceSession;
+  readonly session: DecoderSession;
   readonly kv: KvSlots;
   readonly mixes: boolean;
   private readonly layout: BatchLayout;
@@ -76,12 +75,11 @@ export class BatchRunner implements ModelRunner {
   private readonly prefillMask = new AttentionMask();
   private readonly raggedMask = new AttentionMask();
 
-  /** A session as createDecoderSession built it (its `ragged` decides `mixes`), or a bare one. */
-  constructor(session: BuiltSession | InferenceSession, kv: KvSlots, options: BatchRunnerOptions = {}) {
-    const built = "session" in session ? session : undefined;
-    this.session = built?.session ?? (session as InferenceSession);
+  /** Whether decoding rows and prompt chunks may share a pass is the session's `ragged`. */
+  constructor(session: DecoderSession, kv: KvSlots, options: BatchRunnerOptions = {}) {
+    this.session = session;
     this.kv = kv;
-    this.mixes = built ? built.ragged : this.session.inputNames.includes(TOKEN_ROWS);
+    this.mixes = session.ragged;
     this.layout = new BatchLayout(kv, options.prefixCache);
     this.mixedSteps = options.mixedSteps ?? true;
   }
@@ -188,11 +186,8 @@ export class BatchRunner implements ModelRunner {
         num_logits_to_keep: new Tensor("int64", BigInt64Array.of(BigInt(keep)), []),
         ...(tokenRows ? { [TOKEN_ROWS]: tokenRows } : {}),
       };
-      // The native session keeps the cache bound across steps and needs only the step's entries.
-      const out =
-        this.session instanceof NativeDecoderSession
-          ? await this.session.runWithCache(step, { logits: null }, cache)
-          : await this.session.run({ ...cache.feeds, ...step }, { ...cache.fetches, logits: null });
+      // The cache comes as its binding object: a session that keeps it bound compares only the step's entries.
+      const out = await this.session.run(step, { logits: null }, cache);
       const logits = out.logits!;
       return { logits: logits.data as Float32Array, vocab: logits.dims[2]! };
     } finally {

@@ -21,7 +21,8 @@
  * global one, though its attention reads only the window's; correct, prefix cache included, but a
  * ring of the window's positions would take ~5/6 of a long context's cache memory back.
  */
-import { type InferenceSession, Tensor } from "onnxruntime-node";
+import { Tensor } from "onnxruntime-node";
+import type { CacheTensors, DecoderSession } from "./decoder-session.ts";
 import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";
 import type { KvBlock, KvDtype, KvRows, RowMove } from "./kv-rows.ts";
 
@@ -36,10 +37,9 @@ export function cacheRowElements(dtype: KvDtype, headDim: number): number {
 }
 
 /** The element type a session takes its KV cache in (the native session may keep it in float16 or int8). */
-export function kvDtypeOf(session: InferenceSession): KvDtype {
-  const past = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
-  if (!past?.isTensor) return "float32";
-  return past.type === "float16" || past.type === "int8" ? past.type : "float32";
+export function kvDtypeOf(session: DecoderSession): KvDtype {
+  const past = session.inputType("past_key_values.0.key");
+  return past === "float16" || past === "int8" ? past : "float32";
 }
 
 /** A saved block in host memory: layer-major positions of one row, in a slot of a block pool. */
@@ -78,10 +78,7 @@ const ROW_STEP = 4;
 export const SHRINK_GRACE_MS = 2000;
 
 /** Feeds (past_key_values.*) and fetches (present.*) over the same memory. */
-export interface KvBinding {
-  feeds: Record<string, Tensor>;
-  fetches: Record<string, Tensor>;
-}
+export type KvBinding = CacheTensors;
 
 export interface KvShape {
   layers: number;

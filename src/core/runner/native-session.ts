@@ -5,8 +5,8 @@
  * memory fed as `past_key_values`) that copy is most of a decode step at long contexts or large
  * batches, and this session makes it zero.
  *
- * It is a drop-in InferenceSession: onnxruntime-node's Tensor stays the currency, and it runs the
- * same ONNX Runtime library onnxruntime-node ships (dlopened by the addon) with the options
+ * It is a DecoderSession (decoder-session.ts): onnxruntime-node's Tensor stays the currency, and it
+ * runs the same ONNX Runtime library onnxruntime-node ships (dlopened by the addon) with the options
  * createDecoderSession gives onnxruntime-node, so the numbers are bit-identical.
  *
  * - Feeds are bound over their tensors' memory.
@@ -15,6 +15,8 @@
  *   KV cache's tensors (KvSlots hands out the same objects while its rows and buffers stay) stay
  *   bound. Binding all 2 x layers of them cost more than half a millisecond a step.
  * - A pre-allocated fetch is bound over its tensor's memory and comes back as that same tensor.
+ * - A pass given the KV cache as one binding object (KvSlots.bind's) compares only the step's
+ *   own entries with what is bound while that object stays the one bound (see runWithCache).
  * - A null fetch (the logits) whose shape the decoder contract tells before the run ([batch,
  *   num_logits_to_keep or sequence length, vocab]) is bound over a new Float32Array, so it is
  *   not copied either. With `reuseLogits` the session instead keeps one buffer, grown on demand,
@@ -28,11 +30,11 @@
 import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { type InferenceSession, type OnnxValue, Tensor } from "onnxruntime-node";
+import { type InferenceSession, Tensor } from "onnxruntime-node";
 import { runtimeFlags } from "../runtime-flags.ts";
-import { cachedAttentionModel, rewrittenInputDefaults } from "./attention-graph.ts";
+import { cachedAttentionModel, rewrittenInputDefaults, TOKEN_ROWS } from "./attention-graph.ts";
+import type { CacheTensors, DecoderSession } from "./decoder-session.ts";
 import type { KvDtype } from "./kv-rows.ts";
-import type { KvBinding } from "./kv-slots.ts";
 
 interface RawMetadata {
   name: string;
@@ -183,7 +185,7 @@ interface KeptBinding {
 
 /** The cache binding object (KvSlots.bind's) and the step's own names a kept run bound with it. */
 interface StepBinding {
-  cache: KvBinding;
+  cache: CacheTensors;
   feeds: readonly string[];
   fetches: readonly string[];
 }
@@ -209,9 +211,11 @@ function unbound(
 }
 
 /** A decoder session run through ONNX Runtime's C API with IoBinding (see the module comment). */
-export class NativeDecoderSession implements InferenceSession {
+export class NativeDecoderSession implements DecoderSession {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
+  readonly ragged: boolean;
+  /** The model's inputs and outputs as onnxruntime-node describes them. */
   readonly inputMetadata: readonly InferenceSession.ValueMetadata[];
   readonly outputMetadata: readonly InferenceSession.ValueMetadata[];
   /**
@@ -231,7 +235,6 @@ export class NativeDecoderSession implements InferenceSession {
   private kept: KeptBinding | undefined;
   /** Fed for inputs a run does not give (the rewritten graph's own; the same objects every run). */
   private readonly defaults: [string, Tensor][];
-  private readonly outputSet: ReadonlySet<string>;
 
   constructor(
     raw: RawSession,
@@ -247,7 +250,7 @@ export class NativeDecoderSession implements InferenceSession {
     this.packedWeightBytes = raw.packedWeightBytes;
     this.inputNames = this.inputMetadata.map((m) => m.name);
     this.outputNames = this.outputMetadata.map((m) => m.name);
-    this.outputSet = new Set(this.outputNames);
+    this.ragged = this.inputNames.includes(TOKEN_ROWS);
     this.defaults = Object.entries(defaults).filter(([name]) => this.inputNames.includes(name));
   }
 
@@ -256,10 +259,10 @@ export class NativeDecoderSession implements InferenceSession {
    * [batch, k, vocab] with k = num_logits_to_keep (0 = every position, and at most the sequence
    * length) and a static vocab. Undefined otherwise.
    */
-  private predictDims(name: string, feeds: InferenceSession.FeedsType): number[] | undefined {
+  private predictDims(name: string, feeds: Record<string, Tensor>): number[] | undefined {
     const meta = this.outputMetadata.find((m) => m.name === name);
-    const ids = feeds.input_ids as Tensor | undefined;
-    const keep = feeds.num_logits_to_keep as Tensor | undefined;
+    const ids = feeds.input_ids;
+    const keep = feeds.num_logits_to_keep;
     if (name !== "logits" || !meta?.isTensor || meta.type !== "float32" || meta.shape.length !== 3) return;
     const vocab = meta.shape[2];
     if (typeof vocab !== "number" || ids?.dims.length !== 2 || keep?.type !== "int64" || keep.size !== 1)
@@ -277,52 +280,32 @@ export class NativeDecoderSession implements InferenceSession {
     return new Tensor("float32", this.reused.subarray(0, n), dims);
   }
 
+  inputType(name: string): Tensor.Type | undefined {
+    const input = this.inputMetadata.find((m) => m.name === name);
+    return input?.isTensor ? input.type : undefined;
+  }
+
   run(
-    feeds: InferenceSession.FeedsType,
-    options?: InferenceSession.RunOptions,
-  ): Promise<InferenceSession.ReturnType>;
-  run(
-    feeds: InferenceSession.FeedsType,
-    fetches: InferenceSession.FetchesType,
-    options?: InferenceSession.RunOptions,
-  ): Promise<InferenceSession.ReturnType>;
-  async run(
-    feeds: InferenceSession.FeedsType,
-    fetchesOrOptions?: InferenceSession.FetchesType | InferenceSession.RunOptions,
-    maybeOptions?: InferenceSession.RunOptions,
-  ): Promise<InferenceSession.ReturnType> {
-    let fetches: Record<string, OnnxValue | null>;
-    let options: InferenceSession.RunOptions | undefined = maybeOptions;
-    if (Array.isArray(fetchesOrOptions)) {
-      fetches = Object.fromEntries((fetchesOrOptions as readonly string[]).map((n) => [n, null]));
-    } else if (
-      fetchesOrOptions &&
-      Object.keys(fetchesOrOptions).length > 0 &&
-      Object.keys(fetchesOrOptions).every((k) => this.outputSet.has(k))
-    ) {
-      fetches = fetchesOrOptions as Record<string, OnnxValue | null>;
-    } else {
-      fetches = Object.fromEntries(this.outputNames.map((n) => [n, null]));
-      options = fetchesOrOptions as InferenceSession.RunOptions | undefined;
-    }
-    if (options && Object.keys(options).length > 0)
-      throw new Error("the native session takes no run options");
-    return this.runFetches(feeds, fetches);
+    inputs: Record<string, Tensor>,
+    outputs: Record<string, Tensor | null>,
+    cache?: CacheTensors,
+  ): Promise<Record<string, Tensor>> {
+    return cache ? this.runWithCache(inputs, outputs, cache) : this.runFetches(inputs, outputs);
   }
 
   /**
-   * run() once its fetches are resolved. `step`: what runWithCache's shortcut may rely on if
-   * this run binds through the kept binding.
+   * A run with every tensor given in `feeds` and `fetches`. `step`: what runWithCache's shortcut
+   * may rely on if this run binds through the kept binding.
    */
   private async runFetches(
-    feeds: InferenceSession.FeedsType,
-    fetches: Record<string, OnnxValue | null>,
+    feeds: Record<string, Tensor>,
+    fetches: Record<string, Tensor | null>,
     step?: StepBinding,
-  ): Promise<Record<string, OnnxValue>> {
+  ): Promise<Record<string, Tensor>> {
     const { given, fetched } = this.allocateFetches(feeds, fetches);
     // The kept binding needs every output pre-allocated and no other run using it.
     if (KEEP_BINDING && this.inFlight === 0 && fetched.every(([, t]) => t !== undefined)) {
-      await this.runKept(feeds as Record<string, Tensor>, fetched as [string, Tensor][], step);
+      await this.runKept(feeds, fetched as [string, Tensor][], step);
       return given;
     }
     const inputs = this.feedEntries(feeds).map(([name, t]) => rawTensor(name, t));
@@ -334,7 +317,7 @@ export class NativeDecoderSession implements InferenceSession {
     } finally {
       this.inFlight--;
     }
-    const out: Record<string, OnnxValue> = {};
+    const out: Record<string, Tensor> = {};
     outputs.forEach(({ name }, i) => {
       const r = results[i];
       if (!r) out[name] = given[name]!;
@@ -353,8 +336,8 @@ export class NativeDecoderSession implements InferenceSession {
 
   /** The fetches with a tensor for each null whose shape the feeds tell (undefined for the rest). */
   private allocateFetches(
-    feeds: InferenceSession.FeedsType,
-    fetches: Record<string, OnnxValue | null>,
+    feeds: Record<string, Tensor>,
+    fetches: Record<string, Tensor | null>,
   ): { given: Record<string, Tensor>; fetched: [string, Tensor | undefined][] } {
     const given: Record<string, Tensor> = {};
     const fetched = Object.entries(fetches).map(([name, t]): [string, Tensor | undefined] => {
@@ -363,8 +346,8 @@ export class NativeDecoderSession implements InferenceSession {
         if (!dims) return [name, undefined];
         t = this.outputTensor(dims);
       }
-      given[name] = t as Tensor;
-      return [name, t as Tensor];
+      given[name] = t;
+      return [name, t];
     });
     return { given, fetched };
   }
@@ -376,11 +359,11 @@ export class NativeDecoderSession implements InferenceSession {
    * step's few entries are compared with what is bound: the 2 x layers cache entries are neither
    * spread into one feeds object nor diffed again (~50 µs a step on 60 of them, measured).
    */
-  async runWithCache(
+  private async runWithCache(
     feeds: Record<string, Tensor>,
     fetches: Record<string, Tensor | null>,
-    cache: KvBinding,
-  ): Promise<Record<string, OnnxValue>> {
+    cache: CacheTensors,
+  ): Promise<Record<string, Tensor>> {
     const held = this.kept;
     if (
       KEEP_BINDING &&
@@ -413,8 +396,8 @@ export class NativeDecoderSession implements InferenceSession {
   }
 
   /** The feeds and the defaults of inputs they do not give (no copy of the feeds object per run). */
-  private feedEntries(feeds: InferenceSession.FeedsType): [string, Tensor][] {
-    const entries = Object.entries(feeds) as [string, Tensor][];
+  private feedEntries(feeds: Record<string, Tensor>): [string, Tensor][] {
+    const entries = Object.entries(feeds);
     for (const entry of this.defaults) if (!(entry[0] in feeds)) entries.push(entry);
     return entries;
   }
@@ -474,10 +457,6 @@ export class NativeDecoderSession implements InferenceSession {
   async release(): Promise<void> {
     this.raw.release();
   }
-
-  /** Profiling is never enabled for this session: nothing to start or end. */
-  startProfiling(): void {}
-  endProfiling(): void {}
 }
 
 /** onnxruntime-node's own ONNX Runtime library: the addon runs the very same runtime. */

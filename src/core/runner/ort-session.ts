@@ -7,10 +7,11 @@ import { InferenceSession } from "onnxruntime-node";
 import { type ModelFormat, weightPath } from "../model/model-files.ts";
 import { type RuntimeFlags, runtimeFlags } from "../runtime-flags.ts";
 import type { KvCacheDtypeSetting } from "../types.ts";
-import { TOKEN_ROWS } from "./attention-graph.ts";
+import type { DecoderSession } from "./decoder-session.ts";
 import type { KvDtype } from "./kv-rows.ts";
 import { kvDtypeOf } from "./kv-slots.ts";
 import { nativeSessions } from "./native-session.ts";
+import { OrtDecoderSession } from "./ort-decoder-session.ts";
 
 export interface DecoderSessionOptions {
   intraOpThreads?: number;
@@ -38,7 +39,7 @@ export const DEFAULT_INTRA_OP_THREADS = 2;
  * asked for them (a graph rewrite may fall back).
  */
 export interface BuiltSession {
-  session: InferenceSession;
+  session: DecoderSession;
   /** ortserve's CachedAttention (the rewritten graph) or ONNX Runtime's GroupQueryAttention. */
   attention: "ortserve" | "onnxruntime";
   /** The KV cache's element type, as the session's inputs declare it. */
@@ -85,7 +86,7 @@ export async function createDecoderSession(
       session,
       attention: session.attention,
       kvCacheDtype: kvDtypeOf(session),
-      ragged: session.inputNames.includes(TOKEN_ROWS),
+      ragged: session.ragged,
       projections: format !== "q4" ? "MatMul" : packed ? "ortserve.BlockQuantMatMul" : "MatMulNBits",
       ...(packed
         ? {
@@ -102,7 +103,7 @@ export async function createDecoderSession(
       `a ${kvCacheDtype} KV cache needs ortserve's native session (native/ built, ORTSERVE_NATIVE_SESSION not 0)`,
     );
   // The path form lets ORT resolve the `<file>_data` external weights next to the model.
-  const session = await InferenceSession.create(path, {
+  const ort = await InferenceSession.create(path, {
     executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
     executionMode: "sequential",
@@ -112,6 +113,7 @@ export async function createDecoderSession(
     // run returns, so the engine's work between steps does not share the cores with them.
     extra: { session: { force_spinning_stop: "1" } },
   });
+  const session = new OrtDecoderSession(ort);
   return {
     session,
     attention: "onnxruntime",
@@ -154,7 +156,7 @@ export function presentName(layer: number, kind: "key" | "value"): string {
  * session's float16 or int8); logits and a
  * present per layer out.
  */
-export function checkDecoderContract(session: InferenceSession, numLayers: number): void {
+export function checkDecoderContract(session: DecoderSession, numLayers: number): void {
   const inputs = new Set(session.inputNames);
   const outputs = new Set(session.outputNames);
   const layers = Array.from({ length: numLayers }, (_, l) => l);
@@ -174,7 +176,7 @@ export function checkDecoderContract(session: InferenceSession, numLayers: numbe
       `model does not follow the decoder-with-past contract; missing inputs [${missingIn.join(", ")}]` +
         ` outputs [${missingOut.join(", ")}]`,
     );
-  const past = session.inputMetadata?.find((m) => m.name === pastName(0, "key"));
-  if (past?.isTensor && past.type !== "float32" && past.type !== "float16" && past.type !== "int8")
-    throw new Error(`KV cache must be float32, float16 or int8, got ${past.type}`);
+  const past = session.inputType(pastName(0, "key"));
+  if (past !== undefined && past !== "float32" && past !== "float16" && past !== "int8")
+    throw new Error(`KV cache must be float32, float16 or int8, got ${past}`);
 }

@@ -59,7 +59,7 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   return new EngineCore(
     { ...config, maxModelLen },
     model,
-    new BatchRunner(built, kv, { prefixCache, mixedSteps: runtimeFlags.mixedSteps }),
+    new BatchRunner(built.session, kv, { prefixCache, mixedSteps: runtimeFlags.mixedSteps }),
     {
       encode: (text, addSpecialTokens) => tok.encode(text, { add_special_tokens: addSpecialTokens }),
       tokenizer: fromTransformersTokenizer(tok),
