@@ -98,8 +98,6 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     const info = storage.keys.addEnvKey(envKey);
     if (info.revokedAt) logger.warn("ORTSERVE_API_KEY is a revoked key; requests using it will be refused");
   }
-  // Responses that expired while the server was down go now, not at the next store.
-  storage.responses.purgeExpired();
   const created = storage.keys.ensureBootstrapKey();
   if (created) {
     const announce =
@@ -114,7 +112,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   if (usageWriter) {
     await usageWriter.open();
     storage.keys.touchThrough((id) => usageWriter.touchKey(id));
+    storage.responses.writeThrough(usageWriter);
   }
+  // Responses that expired while the server was down go now, not at the next store.
+  await storage.responses.purgeExpired();
 
   const registry = ModelRegistry.load(config.modelsDir, { checkFiles: config.checkModelFiles ?? true });
   for (const w of registry.warnings) logger.warn("model registry", { warning: w });

@@ -48,7 +48,7 @@ export interface AppDeps {
   /** The OpenAI Responses route, and its stored responses (retrieve, delete). */
   responses: GenerationEndpoint & {
     retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): unknown;
-    remove(id: string, caller: Caller | undefined): unknown;
+    remove(id: string, caller: Caller | undefined): Promise<unknown>;
   };
   /** vLLM's /tokenize and /detokenize. */
   tokenizer: {
@@ -173,8 +173,8 @@ export function createApp(deps: AppDeps): express.Express {
       ),
     );
   });
-  v1.delete("/v1/responses/:responseId", (req, res) => {
-    res.json(deps.responses.remove(String(req.params.responseId), req.caller));
+  v1.delete("/v1/responses/:responseId", async (req, res) => {
+    res.json(await deps.responses.remove(String(req.params.responseId), req.caller));
   });
 
   // Prompt-only routes: the model's template and tokenizer, nothing generated (no usage row).

@@ -7,7 +7,14 @@
  */
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
-import { ApiError, invalidRequest, notFound, unsupportedField } from "../errors.ts";
+import {
+  ApiError,
+  type ApiErrorBody,
+  internalError,
+  invalidRequest,
+  notFound,
+  unsupportedField,
+} from "../errors.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { type InputItem, outputAsInput } from "../protocol/responses/items.ts";
@@ -23,7 +30,12 @@ import {
   type ResponseObject,
   ResponsesAccumulator,
 } from "../protocol/responses/response.ts";
-import { isFinalEvent, type ResponsesEvent, ResponsesStreamer } from "../protocol/responses/stream.ts";
+import {
+  errorEvent,
+  isFinalEvent,
+  type ResponsesEvent,
+  ResponsesStreamer,
+} from "../protocol/responses/stream.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import type { ResponseStore } from "../storage/responses.ts";
 import { chatEngineRequests, checkStrictToolChoice } from "./chat-completions.ts";
@@ -44,22 +56,75 @@ const keyOf = (caller: Caller | undefined): number | null => caller?.keyId ?? nu
 export class ResponsesService extends GenerationService<KeyedRequest, ResponseObject, ResponsesEvent> {
   protected readonly label = "response";
   private readonly store: ResponseStore;
+  /** Finished responses to store, with their requests (until create stores them). */
+  private readonly toKeep = new WeakMap<ResponseObject, KeyedRequest>();
 
   constructor(deps: ServingDeps, store: ResponseStore) {
     super(deps);
     this.store = store;
   }
 
-  /** Errors of the chat route's checks and of the engine name the Responses fields. */
+  /**
+   * Generation as every route has it, then the finished response stored (when asked) before it is
+   * answered: a plain response once its row is committed, a stream's final event likewise. Errors
+   * of the chat route's checks and of the engine name the Responses fields.
+   */
   override async create(
     body: unknown,
     raw: string,
     ctx: ServingContext,
   ): Promise<GenerationResult<ResponseObject, ResponsesEvent>> {
+    let result: GenerationResult<ResponseObject, ResponsesEvent>;
     try {
-      return await super.create(body, raw, ctx);
+      result = await super.create(body, raw, ctx);
     } catch (err) {
       throw err instanceof ApiError ? inResponsesTerms(err) : err;
+    }
+    if (result.kind === "json") {
+      await this.keep(result.body, ctx);
+      return result;
+    }
+    if (result.kind === "stream") return { kind: "stream", frames: this.keptFrames(result.frames, ctx) };
+    return result;
+  }
+
+  /** The stream's payloads; its final event waits for the response's row (an error event if none). */
+  private async *keptFrames(
+    frames: AsyncIterable<ResponsesEvent | ApiErrorBody>,
+    ctx: ServingContext,
+  ): AsyncGenerator<ResponsesEvent | ApiErrorBody> {
+    for await (const payload of frames) {
+      if ("type" in payload && isFinalEvent(payload))
+        try {
+          await this.keep(payload.response, ctx);
+        } catch (err) {
+          const api = err instanceof ApiError ? err : internalError(String(err));
+          ctx.usage.status = api.status;
+          yield errorEvent(api, payload.sequence_number);
+          return;
+        }
+      yield payload;
+    }
+  }
+
+  /** Stores a finished response its request asked to store; a row that cannot be written is a 500. */
+  private async keep(response: ResponseObject, ctx: ServingContext): Promise<void> {
+    const req = this.toKeep.get(response);
+    if (!req) return;
+    try {
+      await this.store.save({
+        id: response.id,
+        keyId: req.keyId,
+        input: req.conversation,
+        response: response as unknown as Record<string, unknown>,
+      });
+    } catch (err) {
+      this.deps.logger.error("response not stored", {
+        request_id: ctx.usage.requestId,
+        id: response.id,
+        error: String(err),
+      });
+      throw internalError("The response could not be stored; send store: false to get it unstored.");
     }
   }
 
@@ -109,7 +174,7 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     const acc = new ResponsesAccumulator(new ChatCompletionAccumulator(req.chat, ctx), req, meta(req, ctx));
     return {
       push: (e) => acc.push(e),
-      result: () => this.kept(req, acc.result()),
+      result: () => this.toStore(req, acc.result()),
     };
   }
 
@@ -119,22 +184,16 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
       push: (e, prompt) => {
         const frames = streamer.push(e, prompt);
         for (const f of frames)
-          if (f.type === "chunk" && isFinalEvent(f.data)) this.kept(req, f.data.response);
+          if (f.type === "chunk" && isFinalEvent(f.data)) this.toStore(req, f.data.response);
         return frames;
       },
       fail: (error) => streamer.fail(error),
     };
   }
 
-  /** Stores a finished response when the request asked for it (the default). */
-  private kept(req: KeyedRequest, response: ResponseObject): ResponseObject {
-    if (req.wire.store)
-      this.store.save({
-        id: response.id,
-        keyId: req.keyId,
-        input: req.conversation,
-        response: response as unknown as Record<string, unknown>,
-      });
+  /** Marks a finished response for `keep` when its request asked to store it (the default). */
+  private toStore(req: KeyedRequest, response: ResponseObject): ResponseObject {
+    if (req.wire.store) this.toKeep.set(response, req);
     return response;
   }
 
@@ -155,8 +214,11 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
   }
 
   /** `DELETE /v1/responses/{id}`. */
-  remove(id: string, caller: Caller | undefined): { id: string; object: "response"; deleted: true } {
-    if (!this.store.delete(id, keyOf(caller))) throw responseNotFound(id);
+  async remove(
+    id: string,
+    caller: Caller | undefined,
+  ): Promise<{ id: string; object: "response"; deleted: true }> {
+    if (!(await this.store.delete(id, keyOf(caller)))) throw responseNotFound(id);
     return { id, object: "response", deleted: true };
   }
 }

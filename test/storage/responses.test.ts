@@ -1,8 +1,12 @@
-/** Stored responses: per-key visibility, deletion, and the retention's expiry and purge. */
+/**
+ * Stored responses: per-key visibility, deletion, and the retention's expiry and purge, with the
+ * writes on the store's own connection and through the server's writer thread.
+ */
 import { describe, expect, it } from "vitest";
 import { ApiKeys } from "../../src/storage/api-keys.ts";
 import { openDatabase } from "../../src/storage/db.ts";
 import { ResponseStore } from "../../src/storage/responses.ts";
+import { UsageWriter } from "../../src/storage/usage-writer.ts";
 import { useTempDb } from "./helpers.ts";
 
 const tempDb = useTempDb();
@@ -10,7 +14,8 @@ const tempDb = useTempDb();
 const DAY = 86_400_000;
 
 function setup(retentionDays: number) {
-  const db = openDatabase(tempDb());
+  const path = tempDb();
+  const db = openDatabase(path);
   const keys = new ApiKeys(db);
   const a = keys.createKey("a").id;
   const b = keys.createKey("b").id;
@@ -20,7 +25,7 @@ function setup(retentionDays: number) {
     now = new Date(now.getTime() + ms);
   };
   const count = () => Number((db.prepare("SELECT count(*) AS n FROM responses").get() as { n: number }).n);
-  return { db, store, a, b, advance, count };
+  return { path, db, store, a, b, advance, count };
 }
 
 const stored = (id: string, keyId: number | null) => ({
@@ -31,52 +36,73 @@ const stored = (id: string, keyId: number | null) => ({
 });
 
 describe("ResponseStore", () => {
-  it("shows a response only to the key that stored it, and deletes it only for that key", () => {
+  it("shows a response only to the key that stored it, and deletes it only for that key", async () => {
     const { db, store, a, b } = setup(30);
-    store.save(stored("resp_1", a));
+    await store.save(stored("resp_1", a));
     expect(store.get("resp_1", a)).toEqual({
       input: [{ type: "message", role: "user", content: "Hi" }],
       response: { id: "resp_1", object: "response", output: [] },
     });
     expect(store.get("resp_1", b)).toBeUndefined();
     expect(store.get("resp_1", null)).toBeUndefined();
-    expect(store.delete("resp_1", b)).toBe(false);
-    expect(store.delete("resp_1", a)).toBe(true);
+    expect(await store.delete("resp_1", b)).toBe(false);
+    expect(await store.delete("resp_1", a)).toBe(true);
     expect(store.get("resp_1", a)).toBeUndefined();
-    expect(store.delete("resp_1", a)).toBe(false);
+    expect(await store.delete("resp_1", a)).toBe(false);
     db.close();
   });
 
-  it("expires responses after the retention and purges them when another is stored", () => {
+  it("expires responses after the retention and purges them when another is stored", async () => {
     const { db, store, a, advance, count } = setup(2);
-    store.save(stored("resp_old", a));
+    await store.save(stored("resp_old", a));
     advance(DAY);
     expect(store.get("resp_old", a)).toBeDefined();
     advance(DAY);
     // Expired: invisible at once, and gone once the next response is stored.
     expect(store.get("resp_old", a)).toBeUndefined();
-    expect(store.delete("resp_old", a)).toBe(false);
+    expect(await store.delete("resp_old", a)).toBe(false);
     expect(count()).toBe(1);
-    store.save(stored("resp_new", a));
+    await store.save(stored("resp_new", a));
     expect(count()).toBe(1);
     expect(store.get("resp_new", a)).toBeDefined();
     db.close();
   });
 
-  it("keeps responses until deleted with a retention of 0, and refuses a negative one", () => {
+  it("keeps responses until deleted with a retention of 0, and refuses a negative one", async () => {
     const { db, store, a, advance } = setup(0);
-    store.save(stored("resp_1", a));
+    await store.save(stored("resp_1", a));
     advance(10_000 * DAY);
-    expect(store.purgeExpired()).toBe(0);
+    expect(await store.purgeExpired()).toBe(0);
     expect(store.get("resp_1", a)).toBeDefined();
     expect(() => new ResponseStore(db, -1)).toThrow(RangeError);
     db.close();
   });
 
-  it("refuses a second response with the same id", () => {
+  it("refuses a second response with the same id", async () => {
     const { db, store, a } = setup(30);
-    store.save(stored("resp_1", a));
-    expect(() => store.save(stored("resp_1", a))).toThrow();
+    await store.save(stored("resp_1", a));
+    await expect(store.save(stored("resp_1", a))).rejects.toThrow();
     db.close();
+  });
+
+  it("writes through the writer thread: committed when save resolves, read on the store's connection", async () => {
+    const { path, db, store, a, b, advance, count } = setup(1);
+    const writer = new UsageWriter(path);
+    await writer.open();
+    store.writeThrough(writer);
+    try {
+      await store.save(stored("resp_t", a));
+      expect(store.get("resp_t", a)?.response).toEqual({ id: "resp_t", object: "response", output: [] });
+      expect(await store.delete("resp_t", b)).toBe(false);
+      expect(await store.delete("resp_t", a)).toBe(true);
+      await store.save(stored("resp_u", a));
+      await expect(store.save(stored("resp_u", a))).rejects.toThrow(/UNIQUE/);
+      advance(2 * DAY);
+      expect(await store.purgeExpired()).toBe(1);
+      expect(count()).toBe(0);
+    } finally {
+      await writer.close();
+      db.close();
+    }
   });
 });

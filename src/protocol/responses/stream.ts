@@ -67,6 +67,18 @@ export function isFinalEvent(
   return e.type === "response.completed" || e.type === "response.incomplete";
 }
 
+/** The `error` event of a failure after the stream began (the catalogue's error, in Responses terms). */
+export function errorEvent(chatError: ApiError, sequence: number): ResponsesEvent {
+  const error = inResponsesTerms(chatError);
+  return {
+    type: "error",
+    code: error.code,
+    message: error.message,
+    param: error.param,
+    sequence_number: sequence,
+  };
+}
+
 export class ResponsesStreamer {
   private readonly chat: ChatCompletionStreamer;
   private readonly req: ResponsesRequest;
@@ -100,11 +112,7 @@ export class ResponsesStreamer {
 
   fail(chatError: ApiError): Frame {
     this.chat.fail(chatError);
-    const error = inResponsesTerms(chatError);
-    return {
-      type: "chunk",
-      data: this.number({ type: "error", code: error.code, message: error.message, param: error.param }),
-    };
+    return { type: "chunk", data: errorEvent(chatError, this.sequence++) };
   }
 
   private number(body: ResponsesEventBody): ResponsesEvent {
