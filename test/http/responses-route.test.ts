@@ -2,7 +2,8 @@
  * The Responses route over raw HTTP on synthetic models: reasoning.effort reaches a chat template
  * that reads reasoning_effort and is refused by one that does not; the stream's framing (named
  * events, numbered, no [DONE]); stored responses' raw shapes, methods and per-key visibility;
- * a usage row per response.
+ * a usage row per response; a response whose row cannot be written is a 500 (an error event in a
+ * stream), never answered as stored.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -126,5 +127,46 @@ describe("POST /v1/responses", () => {
     const gone = await reply(await fetch(`${h.url}/v1/responses/${id}`, { headers }));
     expect(gone.status).toBe(404);
     expect((gone.json as { error: { code: string } }).error.code).toBe("response_not_found");
+  });
+
+  it("a response whose row cannot be written is a 500, or a stream's error event in place of its end", async () => {
+    // A real refusal by the database, of stored responses only (usage rows still commit).
+    const db = new DatabaseSync(join(h.root, "ortserve.db"));
+    db.exec(
+      "CREATE TRIGGER refuse_responses BEFORE INSERT ON responses BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+    );
+    try {
+      const base = { model: "tiny", input: "Hi", max_output_tokens: 2 };
+      const plain = await post(base);
+      expect(plain.status).toBe(500);
+      expect((plain.json!.error as { message: string }).message).toContain("could not be stored");
+      expect((await post({ ...base, store: false })).status).toBe(200);
+
+      const res = await fetch(`${h.url}/v1/responses`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+        body: JSON.stringify({ ...base, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      const events = (await res.text())
+        .split("\n\n")
+        .filter((b) => b !== "")
+        .map(
+          (b) =>
+            JSON.parse(b.split("\n")[1]!.slice("data: ".length)) as { type: string; sequence_number: number },
+        );
+      expect(events.map((e) => e.type)).not.toContain("response.completed");
+      expect(events.at(-1)).toMatchObject({ type: "error", code: "internal_error" });
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      const statuses = db
+        .prepare("SELECT status FROM usage ORDER BY id DESC LIMIT 3")
+        .all()
+        .map((r) => (r as { status: number }).status);
+      expect(statuses).toEqual([500, 200, 500]);
+    } finally {
+      db.exec("DROP TRIGGER refuse_responses");
+      db.close();
+    }
+    expect((await post({ model: "tiny", input: "Hi", max_output_tokens: 1 })).status).toBe(200);
   });
 });
