@@ -24,6 +24,7 @@ import { ChatCompletionsService } from "./serving/chat-completions.ts";
 import { CheckpointRemoval } from "./serving/checkpoint-removal.ts";
 import { CompletionsService } from "./serving/completions.ts";
 import { MessagesService } from "./serving/messages.ts";
+import { ResponsesService } from "./serving/responses.ts";
 import { TokenizeService } from "./serving/tokenize.ts";
 import { openStorage, type Storage } from "./storage/storage.ts";
 import { UsageWriter } from "./storage/usage-writer.ts";
@@ -33,6 +34,8 @@ export interface ServerConfig {
   port: number;
   modelsDir: string;
   dbPath?: string;
+  /** Days a stored Responses API response is kept (0: until deleted; default 30). */
+  responseRetentionDays?: number;
   /** Engine worker threads. */
   workers: number;
   /** ONNX Runtime intra-op threads per worker. */
@@ -89,7 +92,7 @@ export interface RunningServer {
 
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const logger = config.logger ?? createLogger();
-  const storage = openStorage(config.dbPath);
+  const storage = openStorage(config.dbPath, { responseRetentionDays: config.responseRetentionDays });
   const envKey = process.env.ORTSERVE_API_KEY;
   if (envKey) {
     const info = storage.keys.addEnvKey(envKey);
@@ -109,7 +112,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   if (usageWriter) {
     await usageWriter.open();
     storage.keys.touchThrough((id) => usageWriter.touchKey(id));
+    storage.responses.writeThrough(usageWriter);
   }
+  // Responses that expired while the server was down go now, not at the next store.
+  await storage.responses.purgeExpired();
 
   const registry = ModelRegistry.load(config.modelsDir, { checkFiles: config.checkModelFiles ?? true });
   for (const w of registry.warnings) logger.warn("model registry", { warning: w });
@@ -145,6 +151,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const chat = new ChatCompletionsService(servingDeps);
   const completions = new CompletionsService(servingDeps);
   const messages = new MessagesService(servingDeps);
+  const responses = new ResponsesService(servingDeps, storage.responses);
   const tokenizer = new TokenizeService(servingDeps);
   const checkpoints = new CheckpointRemoval({ engine, logger });
   const app = createApp({
@@ -154,6 +161,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     chat,
     completions,
     messages,
+    responses,
     tokenizer,
     checkpoints,
     metrics,

@@ -12,6 +12,8 @@ const ROUTES: [RegExp, string[]][] = [
   [/^\/v1\/chat\/completions$/, ["POST"]],
   [/^\/v1\/completions$/, ["POST"]],
   [/^\/v1\/messages$/, ["POST"]],
+  [/^\/v1\/responses$/, ["POST"]],
+  [/^\/v1\/responses\/[^/]+$/, ["GET", "HEAD", "DELETE"]],
   [/^\/v1\/messages\/count_tokens$/, ["POST"]],
   [/^\/tokenize$/, ["POST"]],
   [/^\/detokenize$/, ["POST"]],

@@ -18,21 +18,22 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { type DeleteCheckpointsResponse, parseDeleteCheckpoints } from "../protocol/checkpoint-delete.ts";
 import { buildOpenApiDocument } from "../protocol/openapi.ts";
-import type { GenerationEndpoint } from "../serving/context.ts";
+import type { Caller, GenerationEndpoint } from "../serving/context.ts";
 import type { ApiKeys } from "../storage/api-keys.ts";
 import { allowedMethods } from "./allowed-methods.ts";
 import { authenticate } from "./auth.ts";
 import { generationRoute } from "./generation-route.ts";
 import { type JsonBody, jsonBody } from "./json-body.ts";
 import { requestContext } from "./request-context.ts";
-import { anthropicDialect, openaiDialect, type StreamDialect } from "./stream-dialect.ts";
+import { anthropicDialect, openaiDialect, responsesDialect, type StreamDialect } from "./stream-dialect.ts";
 import { UsageRecorder, type UsageStore } from "./usage.ts";
 
 /** Paths that answer in Anthropic's shapes, errors included. */
 const ANTHROPIC_PATHS = new Set(["/v1/messages", "/v1/messages/count_tokens"]);
 
 function dialectOf(path: string): StreamDialect {
-  return ANTHROPIC_PATHS.has(path) ? anthropicDialect : openaiDialect;
+  if (ANTHROPIC_PATHS.has(path)) return anthropicDialect;
+  return path === "/v1/responses" ? responsesDialect : openaiDialect;
 }
 
 export interface AppDeps {
@@ -44,6 +45,11 @@ export interface AppDeps {
   completions: GenerationEndpoint;
   /** The Anthropic Messages route, and its count_tokens. */
   messages: GenerationEndpoint & { countTokens(body: unknown): Promise<{ input_tokens: number }> };
+  /** The OpenAI Responses route, and its stored responses (retrieve, delete). */
+  responses: GenerationEndpoint & {
+    retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): unknown;
+    remove(id: string, caller: Caller | undefined): Promise<unknown>;
+  };
   /** vLLM's /tokenize and /detokenize. */
   tokenizer: {
     tokenize(body: unknown): Promise<unknown>;
@@ -96,6 +102,7 @@ export function createApp(deps: AppDeps): express.Express {
     { path: "/v1/chat/completions", service: deps.chat },
     { path: "/v1/completions", service: deps.completions },
     { path: "/v1/messages", service: deps.messages },
+    { path: "/v1/responses", service: deps.responses },
   ];
   const usage = new UsageRecorder(deps.usage, deps.logger);
   app.use(usage.armFor(generation.map((r) => ({ method: "POST", path: r.path }))));
@@ -155,6 +162,20 @@ export function createApp(deps: AppDeps): express.Express {
       jsonBody(deps.maxBodyBytes),
       generationRoute(r.service, dialectOf(r.path)),
     );
+
+  // Stored responses: only the key that created one sees it.
+  v1.get("/v1/responses/:responseId", (req, res) => {
+    res.json(
+      deps.responses.retrieve(
+        String(req.params.responseId),
+        req.caller,
+        req.query as Record<string, unknown>,
+      ),
+    );
+  });
+  v1.delete("/v1/responses/:responseId", async (req, res) => {
+    res.json(await deps.responses.remove(String(req.params.responseId), req.caller));
+  });
 
   // Prompt-only routes: the model's template and tokenizer, nothing generated (no usage row).
   const promptRoute =

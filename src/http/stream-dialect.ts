@@ -1,7 +1,8 @@
 /**
- * How a route frames its event stream: OpenAI's (`data: <json>` per chunk, errors as
- * `data: {"error": ...}`, `data: [DONE]` at the end) or Anthropic's (`event: <type>` then
- * `data: <json>`, errors as an `error` event in Anthropic's body, no end marker).
+ * How a route frames its event stream: OpenAI's chat and completions (`data: <json>` per chunk,
+ * errors as `data: {"error": ...}`, `data: [DONE]` at the end), OpenAI's Responses (`event: <type>`
+ * then `data: <json>`, errors as an `error` event, no end marker) or Anthropic's (named events too,
+ * errors as an `error` event in Anthropic's body, no end marker).
  */
 import type { ApiError, ApiErrorBody } from "../errors.ts";
 import { ApiError as ApiErrorClass } from "../errors.ts";
@@ -39,6 +40,33 @@ export const anthropicDialect: StreamDialect = {
   error: (sse, err) => sse.event("error", anthropicErrorBody(err)),
   done: (sse) => sse.end(),
   errorBody: anthropicErrorBody,
+};
+
+/** The last sequence_number sent on each Responses stream, so a late error event follows it. */
+const lastSequence = new WeakMap<SseWriter, number>();
+
+export const responsesDialect: StreamDialect = {
+  send(sse, payload) {
+    // The streamer turns failures into error events itself; an error body here is the catalogue's.
+    if (isErrorBody(payload)) {
+      const e = payload.error;
+      this.error(sse, new ApiErrorClass(statusOf(e.type), e.type, e.message, e.param, e.code));
+      return;
+    }
+    const event = payload as { type: string; sequence_number?: number };
+    if (event.sequence_number !== undefined) lastSequence.set(sse, event.sequence_number);
+    sse.event(event.type, payload);
+  },
+  error: (sse, err) =>
+    sse.event("error", {
+      type: "error",
+      code: err.code,
+      message: err.message,
+      param: err.param,
+      sequence_number: (lastSequence.get(sse) ?? -1) + 1,
+    }),
+  done: (sse) => sse.end(),
+  errorBody: (err) => err.toBody(),
 };
 
 /** The status an error body's type stands for (the stream has sent its status already). */

@@ -23,6 +23,12 @@ import {
   healthSchema,
   modelListSchema,
 } from "./response-schemas.ts";
+import { responsesRequestSchema } from "./responses/request.ts";
+import {
+  deletedResponseSchema,
+  responseObjectSchema,
+  responsesStreamEventSchema,
+} from "./responses/schemas.ts";
 import { compactJson, type JsonSchema } from "./schema.ts";
 import {
   detokenizeRequestSchema,
@@ -124,6 +130,28 @@ const anthropicStreamEvent = {
   },
 };
 
+/** A Responses stream: named events whose data is the event (an error event ends it early); no [DONE]. */
+const responsesStreamEvent = {
+  type: "object",
+  required: ["event", "data"],
+  properties: {
+    event: { type: "string" },
+    data: {
+      type: "string",
+      contentMediaType: "application/json",
+      contentSchema: ref("ResponsesStreamEvent"),
+    },
+  },
+};
+
+const responseIdParameter = {
+  name: "response_id",
+  in: "path",
+  required: true,
+  description: "A stored response's id (resp_…).",
+  schema: { type: "string" },
+};
+
 /** Bearer, or on the Messages routes Anthropic's x-api-key header. */
 const anthropicSecurity = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
 
@@ -142,7 +170,7 @@ export function buildOpenApiDocument(): object {
       title: "ortserve",
       version: "1",
       description:
-        "OpenAI-compatible chat completions and completions (with vLLM's extra fields), the Anthropic Messages API, and vLLM's tokenize and detokenize, served in-process on ONNX Runtime, and model checkpoint listing.",
+        "OpenAI-compatible chat completions and completions (with vLLM's extra fields), the OpenAI Responses API, the Anthropic Messages API, and vLLM's tokenize and detokenize, served in-process on ONNX Runtime, and model checkpoint listing.",
     },
     security: [{ bearerAuth: [] }],
     paths: {
@@ -180,6 +208,64 @@ export function buildOpenApiDocument(): object {
               },
             },
             ...generationErrors,
+          },
+        },
+      },
+      "/v1/responses": {
+        post: {
+          operationId: "createResponse",
+          summary: "OpenAI Responses API: generate a response to input items (stored unless store is false).",
+          parameters: projectHeaders,
+          requestBody: { required: true, content: json(ref("ResponsesRequest")) },
+          responses: {
+            "200": {
+              description: "The response (or, with stream=true, a stream of Responses events).",
+              content: {
+                ...json(ref("Response")),
+                "text/event-stream": { schema: responsesStreamEvent },
+              },
+              // A stored response (store defaults to true) is retrieved and deleted by its id.
+              links: {
+                GetResponse: {
+                  operationId: "getResponse",
+                  parameters: { response_id: "$response.body#/id" },
+                },
+                DeleteResponse: {
+                  operationId: "deleteResponse",
+                  parameters: { response_id: "$response.body#/id" },
+                },
+              },
+            },
+            ...generationErrors,
+            "400": errorResponse(
+              "Invalid request: the error's param names the field (with its path); previous_response_id naming no stored response of this key (code previous_response_not_found).",
+            ),
+          },
+        },
+      },
+      "/v1/responses/{response_id}": {
+        get: {
+          operationId: "getResponse",
+          summary: "A stored response, for the API key that created it.",
+          parameters: [responseIdParameter],
+          responses: {
+            "200": { description: "The response.", content: json(ref("Response")) },
+            ...commonErrors,
+            "404": errorResponse(
+              "No stored response of this key with that id (never stored, expired or deleted).",
+            ),
+          },
+        },
+        delete: {
+          operationId: "deleteResponse",
+          summary: "Delete a stored response of the API key that created it.",
+          parameters: [responseIdParameter],
+          responses: {
+            "200": { description: "Deleted.", content: json(ref("DeletedResponse")) },
+            ...commonErrors,
+            "404": errorResponse(
+              "No stored response of this key with that id (never stored, expired or deleted).",
+            ),
           },
         },
       },
@@ -348,6 +434,10 @@ export function buildOpenApiDocument(): object {
         CheckpointList: checkpointListSchema,
         DeleteCheckpointsRequest: deleteCheckpointsRequestSchema.jsonSchema(),
         DeleteCheckpointsResponse: deleteCheckpointsResponseSchema,
+        ResponsesRequest: responsesRequestSchema.jsonSchema(),
+        Response: responseObjectSchema,
+        ResponsesStreamEvent: responsesStreamEventSchema,
+        DeletedResponse: deletedResponseSchema,
         MessagesRequest: messagesRequestSchema.jsonSchema(),
         AnthropicMessage: anthropicMessageSchema,
         MessagesStreamEvent: messagesStreamEventSchema,

@@ -93,8 +93,8 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     this.limits = { ...REQUEST_LIMIT_DEFAULTS, ...deps.limits };
   }
 
-  /** The protocol's validated request (throws 400 ApiErrors). */
-  protected abstract parse(body: unknown, raw: string): P;
+  /** The protocol's validated request (throws 400 ApiErrors); `caller` for what only it may read. */
+  protected abstract parse(body: unknown, raw: string, caller: Caller | undefined): P;
   /** The request's fields worth a log line. */
   protected abstract logFields(req: P): Record<string, unknown>;
   /** One engine request per prompt (chat has one); their events reach the accumulator tagged. */
@@ -112,7 +112,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
     tally.model = requestedModel(body);
     try {
       if (this.deps.draining()) throw unavailable("The server is shutting down.");
-      const parsed = this.parse(body, raw);
+      const parsed = this.parse(body, raw, ctx.caller);
       // vLLM: the X-Request-Id header wins, then the body's request_id, else a generated one.
       const bodyId = (body as { request_id?: unknown } | null)?.request_id;
       if (!ctx.requestIdFromClient && typeof bodyId === "string" && bodyId) tally.requestId = bodyId;

@@ -74,4 +74,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX usage_key ON usage (key_id);
     `,
   },
+  {
+    version: 3,
+    name: "stored responses",
+    // A Responses API response kept for retrieval and previous_response_id: the conversation's
+    // input items (a previous response's included) and the response object, both as JSON text.
+    // expires_at NULL: kept until deleted.
+    sql: `
+      CREATE TABLE responses (
+        id TEXT PRIMARY KEY,
+        key_id INTEGER REFERENCES api_keys (id),
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        input TEXT NOT NULL,
+        response TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX responses_expiry ON responses (expires_at);
+    `,
+  },
 ];

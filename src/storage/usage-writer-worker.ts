@@ -1,20 +1,24 @@
 /**
  * The usage writer's thread (see usage-writer.ts): its own connection to the database, group
- * commits of usage rows, the write probe and keys' last-used times. A commit waits for fsync,
+ * commits of usage rows, the write probe, keys' last-used times and stored responses' writes. A commit waits for fsync,
  * which a busy disk can hold for a tenth of a second or more; here that waits on no one's stream.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ApiKeys } from "./api-keys.ts";
 import { openDatabase } from "./db.ts";
+import { type ResponseRow, ResponseTable } from "./responses.ts";
 import { UsageLog, type UsageRecord } from "./usage.ts";
 
 export type WriterJob =
   | { kind: "usage"; id: number; record: UsageRecord }
   | { kind: "probe"; id: number }
-  | { kind: "touch"; keyId: number };
+  | { kind: "touch"; keyId: number }
+  | { kind: "response-insert"; id: number; row: ResponseRow }
+  | { kind: "response-delete"; id: number; responseId: string; keyId: number | null; now: string }
+  | { kind: "response-purge"; id: number; now: string };
 
 export type WriterReply =
-  | { id: number; ok: true; writable?: boolean }
+  | { id: number; ok: true; writable?: boolean; count?: number }
   | { id: number; ok: false; error: string };
 
 export type WriterReady = { ready: true } | { failed: string };
@@ -22,10 +26,12 @@ export type WriterReady = { ready: true } | { failed: string };
 const port = parentPort!;
 let log: UsageLog;
 let keys: ApiKeys;
+let responses: ResponseTable;
 try {
   const db = openDatabase(workerData as string);
   log = new UsageLog(db);
   keys = new ApiKeys(db);
+  responses = new ResponseTable(db);
   port.postMessage({ ready: true } satisfies WriterReady);
 } catch (err) {
   port.postMessage({ failed: String(err) } satisfies WriterReady);
@@ -48,5 +54,25 @@ port.on("message", (job: WriterJob) => {
     case "touch":
       keys.touchLastUsed(job.keyId);
       break;
+    default:
+      port.postMessage(responseWrite(job));
   }
 });
+
+/** A stored response's write, answered with the rows it changed (or its error). */
+function responseWrite(
+  job: Extract<WriterJob, { kind: "response-insert" | "response-delete" | "response-purge" }>,
+): WriterReply {
+  try {
+    let count: number;
+    if (job.kind === "response-insert") {
+      responses.insert(job.row);
+      count = 1;
+    } else if (job.kind === "response-delete")
+      count = Number(responses.delete(job.responseId, job.keyId, job.now));
+    else count = responses.purge(job.now);
+    return { id: job.id, ok: true, count };
+  } catch (err) {
+    return { id: job.id, ok: false, error: String(err) };
+  }
+}

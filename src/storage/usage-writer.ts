@@ -1,5 +1,6 @@
 /**
- * Usage rows written from a thread of their own (usage-writer-worker.ts). The server's main
+ * Usage rows (and keys' last-used times, and stored responses' writes) written from a thread of
+ * their own (usage-writer-worker.ts). The server's main
  * thread writes every stream's chunks; a commit there would hold all of them for as long as fsync
  * takes, and on a busy disk (a checkpoint import, a model pull) that is 60–170 ms, measured.
  * Rows still resolve only once committed to disk, so a response still completes after its row.
@@ -7,6 +8,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { UsageStore } from "../http/usage.ts";
+import type { ResponseRow, ResponseWrites } from "./responses.ts";
 import type { UsageRecord } from "./usage.ts";
 import type { WriterJob, WriterReady, WriterReply } from "./usage-writer-worker.ts";
 
@@ -15,9 +17,14 @@ const WORKER = import.meta.url.endsWith(".ts") ? "./usage-writer-worker.ts" : ".
 
 type Pending = { resolve(reply: WriterReply): void; reject(err: Error): void };
 /** The jobs that are answered: they carry an id. */
-type Call = { kind: "usage"; record: UsageRecord } | { kind: "probe" };
+type Call =
+  | { kind: "usage"; record: UsageRecord }
+  | { kind: "probe" }
+  | { kind: "response-insert"; row: ResponseRow }
+  | { kind: "response-delete"; responseId: string; keyId: number | null; now: string }
+  | { kind: "response-purge"; now: string };
 
-export class UsageWriter implements UsageStore {
+export class UsageWriter implements UsageStore, ResponseWrites {
   private readonly path: string;
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
@@ -41,6 +48,25 @@ export class UsageWriter implements UsageStore {
     } catch {
       return false;
     }
+  }
+
+  async insertResponse(row: ResponseRow): Promise<void> {
+    await this.changed({ kind: "response-insert", row });
+  }
+
+  async deleteResponse(responseId: string, keyId: number | null, now: string): Promise<boolean> {
+    return (await this.changed({ kind: "response-delete", responseId, keyId, now })) > 0;
+  }
+
+  purgeResponses(now: string): Promise<number> {
+    return this.changed({ kind: "response-purge", now });
+  }
+
+  /** A write's count of changed rows; its failure thrown. */
+  private async changed(job: Call): Promise<number> {
+    const reply = await this.call(job);
+    if (!reply.ok) throw new Error(reply.error);
+    return reply.count ?? 0;
   }
 
   /** A key's last-used time (best effort, nothing waits for it). */

@@ -33,6 +33,9 @@ describe("ortserve CLI", () => {
     const dtype = cli("serve", "--no-setup", "--kv-cache-dtype", "fp8");
     expect(dtype.status).toBe(2);
     expect(dtype.stderr).toContain("--kv-cache-dtype must be one of auto, float32, float16, int8");
+    const retention = cli("serve", "--no-setup", "--response-retention-days", "1.5");
+    expect(retention.status).toBe(2);
+    expect(retention.stderr).toContain("--response-retention-days must be a non-negative integer");
     const unknown = cli("setup", "--nope");
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain("--nope");

@@ -14,8 +14,9 @@ CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MESSAGES = "/v1/messages"
 COUNT_TOKENS = "/v1/messages/count_tokens"
+RESPONSES = "/v1/responses"
 # Routes whose body names a model: half the generated bodies name the served one.
-MODEL_ROUTES = (CHAT, MESSAGES, COUNT_TOKENS, "/tokenize", "/detokenize")
+MODEL_ROUTES = (CHAT, MESSAGES, COUNT_TOKENS, RESPONSES, "/tokenize", "/detokenize")
 # max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 # What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
@@ -143,6 +144,39 @@ def _breaks_messages_rules(body, path: str) -> bool:
     return body.get("model") == SERVED_MODEL and (kind not in (None, "none") or (kind is None and len(tools) > 0))
 
 
+def _breaks_responses_rules(body) -> bool:
+    """The Responses route's rules: previous_response_id names a stored response (none exists for
+    generated ids); reasoning.effort only where the model's template reads it (the synthetic one's
+    does not); top_logprobs above 0 only with the logprobs include, which takes tool_choice none; a tool_choice other than none needs tools, a named one one of them, and with the
+    served model (no tool parser) only none; stream_options only with stream; the prompt and
+    max_output_tokens inside the model's context."""
+    if body.get("previous_response_id") is not None:
+        return True
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        return True
+    if body.get("stream_options") is not None and body.get("stream") is not True:
+        return True
+    choice = body.get("tool_choice")
+    tools = body.get("tools") or []
+    logprobs = "message.output_text.logprobs" in (body.get("include") or [])
+    if _whole(body.get("top_logprobs")) and body["top_logprobs"] > 0 and not logprobs:
+        return True
+    if logprobs and (choice not in (None, "none") or (choice is None and tools)):
+        return True
+    if choice not in (None, "none") and not tools:
+        return True
+    if isinstance(choice, dict):
+        names = [t.get("name") for t in tools if isinstance(t, dict)]
+        if choice.get("name") not in names:
+            return True
+    if body.get("model") == SERVED_MODEL and tools and choice != "none":
+        return True
+    asked = body.get("max_output_tokens") if _whole(body.get("max_output_tokens")) else 1
+    prompt = _utf8_bytes(body.get("input")) + _utf8_bytes(body.get("instructions")) + _utf8_bytes(tools)
+    return prompt + TEMPLATE_TOKENS + asked > MODEL_CONTEXT
+
+
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; n and logprobs counts within the server's maxima; one
@@ -159,6 +193,8 @@ def _breaks_documented_rules(case) -> bool:
     body = case.body if isinstance(case.body, dict) else {}
     if case.operation.path in (MESSAGES, COUNT_TOKENS):
         return _breaks_messages_rules(body, case.operation.path)
+    if case.operation.path == RESPONSES:
+        return _breaks_responses_rules(body)
     if case.operation.path == "/detokenize":
         return any(i < 0 or i >= MODEL_VOCAB for i in _token_ids(body.get("tokens")))
     low = body.get("min_tokens")

@@ -499,13 +499,14 @@ describe("hostile corpus", () => {
 
 /**
  * The same kinds of hostile input on the routes translated into the chat request (Messages,
- * count_tokens) and on /tokenize and /detokenize: each answers in its own error shape.
+ * count_tokens, Responses) and on /tokenize and /detokenize: each answers in its own error shape.
  */
-describe("hostile corpus on the Messages and tokenize routes", () => {
+describe("hostile corpus on the Messages, Responses and tokenize routes", () => {
   const ANTHROPIC = new Set(["/v1/messages", "/v1/messages/count_tokens"]);
   const valid: Record<string, Record<string, unknown>> = {
     "/v1/messages": { model: "tiny", max_tokens: 1, messages: [{ role: "user", content: "hi" }] },
     "/v1/messages/count_tokens": { model: "tiny", messages: [{ role: "user", content: "hi" }] },
+    "/v1/responses": { model: "tiny", max_output_tokens: 1, input: "hi" },
     "/tokenize": { model: "tiny", prompt: "hi" },
     "/detokenize": { model: "tiny", tokens: [1, 2] },
   };
@@ -573,7 +574,7 @@ describe("hostile corpus on the Messages and tokenize routes", () => {
             body: { ...base, [field]: value },
             expect: "200|4xx",
           });
-      for (const field of ["max_tokens", "temperature", "top_p", "top_k"])
+      for (const field of ["max_tokens", "max_output_tokens", "temperature", "top_p", "top_k"])
         for (const raw of ["NaN", "1e309", "-1e309", "18446744073709551616"])
           cases.push({
             name: `${field}=${raw}`,
@@ -587,6 +588,62 @@ describe("hostile corpus on the Messages and tokenize routes", () => {
           expect: "4xx",
         },
         { name: "tokens out of the vocabulary", body: { ...base, tokens: [-1, 2 ** 53] }, expect: "4xx" },
+        {
+          name: "input: image part",
+          body: { ...base, input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
+          expect: "4xx",
+        },
+        {
+          name: "input: items of every wrong kind",
+          body: {
+            ...base,
+            input: [
+              { type: "reasoning", summary: [] },
+              { type: "item_reference", id: "x" },
+              { role: "tool" },
+            ],
+          },
+          expect: "4xx",
+        },
+        {
+          name: "input: a function call whose arguments are not JSON",
+          body: {
+            ...base,
+            input: [
+              { type: "function_call", call_id: "c", name: "f", arguments: "{{{" },
+              { type: "function_call_output", call_id: "c", output: [{ type: "input_text", text: "x" }] },
+            ],
+          },
+          expect: "200|4xx",
+        },
+        { name: "tools: a built-in tool", body: { ...base, tools: [{ type: "web_search" }] }, expect: "4xx" },
+        {
+          name: "previous_response_id: none stored",
+          body: { ...base, previous_response_id: `resp_${"0".repeat(10_000)}` },
+          expect: "4xx",
+        },
+        {
+          name: "text.format: a schema nested deep",
+          body: {
+            ...base,
+            text: {
+              format: {
+                type: "json_schema",
+                name: "x",
+                schema: JSON.parse(deep(2000, '{"items":', "}", "{}")),
+              },
+            },
+          },
+          expect: "200|4xx",
+        },
+        {
+          name: "metadata: 17 keys",
+          body: {
+            ...base,
+            metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])),
+          },
+          expect: "4xx",
+        },
       );
       const problems: string[] = [];
       for (const c of cases) {
@@ -600,6 +657,20 @@ describe("hostile corpus on the Messages and tokenize routes", () => {
       expect(problems).toEqual([]);
     });
   }
+
+  it("stored responses: unknown, oversized and hostile ids are 404s in OpenAI's shape", async () => {
+    for (const id of ["resp_nothing", `resp_${"a".repeat(100_000)}`, "%00", "..%2F..", "%F0%9F%98%80"])
+      for (const method of ["GET", "DELETE"]) {
+        const res = await fetch(`${h.url}/v1/responses/${id}`, {
+          method,
+          headers: { Authorization: `Bearer ${h.key}` },
+          signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+        });
+        const r = await reply(res);
+        expect([404, 414, 431], `${method} ${id.slice(0, 20)}: ${r.text.slice(0, 200)}`).toContain(r.status);
+        if (r.status === 404) expect(problem(r, "4xx")).toBeUndefined();
+      }
+  });
 
   it("a bad key on the Messages route is Anthropic's authentication_error, by x-api-key too", async () => {
     for (const headers of [{ "x-api-key": "wrong" }, { Authorization: "Bearer wrong" }, {}]) {

@@ -4,6 +4,7 @@
  * in-flight requests before exiting.
  */
 
+import { RESPONSE_RETENTION_DEFAULT_DAYS } from "../../storage/responses.ts";
 import { UsageError } from "../../util/usage-error.ts";
 import { parseCommandLine, parseKvCacheDtype, parseNonNegativeInt, parsePositiveInt } from "../args.ts";
 import { capYoungGeneration } from "../young-generation.ts";
@@ -15,7 +16,7 @@ export const usage = `Usage: ortserve serve [options]
 
 Prepares the default model (fetch + convert, skipped when done), then serves every
 model in the models directory on an OpenAI-compatible API (POST /v1/chat/completions,
-GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json);
+POST /v1/responses, GET /v1/models, GET /v1/preview/models/{id}/checkpoints, /health, /metrics, /openapi.json);
 every route but /health (and /metrics unless --metrics-require-key) needs an API key.
 On first start with no API key, one is created and printed once.
 
@@ -24,6 +25,11 @@ Options:
   --port <n>             listen port (default: $PORT or 8000)
   --models-dir <dir>     models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
   --db <file>            SQLite database for keys and usage (default: $ORTSERVE_DB or <repo>/.cache/ortserve.db)
+  --response-retention-days <n>
+                         days a stored Responses API response (store: true) is kept for
+                         GET /v1/responses/{id} and previous_response_id; expired ones are
+                         purged (default: $ORTSERVE_RESPONSE_RETENTION_DAYS or 30; 0: kept
+                         until deleted)
   --workers <n>          engine worker threads (default: 1)
   --threads <n>          ONNX Runtime threads per worker (default: 2)
   --max-num-seqs <n>     sequences decoded together per model (default: 16)
@@ -84,6 +90,7 @@ export async function run(argv: string[]): Promise<void> {
       port: { type: "string" },
       "models-dir": { type: "string" },
       db: { type: "string" },
+      "response-retention-days": { type: "string" },
       workers: { type: "string" },
       threads: { type: "string" },
       "max-num-seqs": { type: "string" },
@@ -122,6 +129,11 @@ export async function run(argv: string[]): Promise<void> {
   const limit = (name: keyof typeof values, fallback: number) =>
     parseNonNegativeInt(`--${name}`, values[name] as string | undefined, fallback);
   const kvCacheDtype = parseKvCacheDtype(values["kv-cache-dtype"], SERVER_DEFAULTS.kvCacheDtype);
+  const responseRetentionDays = parseNonNegativeInt(
+    "--response-retention-days",
+    values["response-retention-days"] ?? process.env.ORTSERVE_RESPONSE_RETENTION_DAYS,
+    RESPONSE_RETENTION_DEFAULT_DAYS,
+  );
   if (!values["no-setup"]) await runSetup({ modelsDir: values["models-dir"] });
 
   const server = await startServer({
@@ -130,6 +142,7 @@ export async function run(argv: string[]): Promise<void> {
     port,
     modelsDir: dir,
     dbPath: values.db,
+    responseRetentionDays,
     workers: parsePositiveInt("--workers", values.workers, SERVER_DEFAULTS.workers),
     threads: parsePositiveInt("--threads", values.threads, SERVER_DEFAULTS.threads),
     maxNumSeqs: parsePositiveInt("--max-num-seqs", values["max-num-seqs"], SERVER_DEFAULTS.maxNumSeqs),

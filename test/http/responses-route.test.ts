@@ -1,0 +1,172 @@
+/**
+ * The Responses route over raw HTTP on synthetic models: reasoning.effort reaches a chat template
+ * that reads reasoning_effort and is refused by one that does not; the stream's framing (named
+ * events, numbered, no [DONE]); stored responses' raw shapes, methods and per-key visibility;
+ * a usage row per response; a response whose row cannot be written is a 500 (an error event in a
+ * stream), never answered as stored.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../src/storage/api-keys.ts";
+import { SYNTHETIC_CHAT_TEMPLATE } from "../fixtures/synthetic-model.ts";
+import { addSyntheticModel, type Harness, reply, startHarness } from "./harness.ts";
+
+/** The synthetic template, with a line more when reasoning_effort is high. */
+const EFFORT_TEMPLATE = `{% if reasoning_effort == "high" %}{{ '<|im_start|>system\\nThink hard, think long, think well.<|im_end|>\\n' }}{% endif %}${SYNTHETIC_CHAT_TEMPLATE}`;
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness(async (models) => {
+    await addSyntheticModel(models, "tiny");
+    const dir = await addSyntheticModel(models, "thinker");
+    writeFileSync(join(dir, "chat_template.jinja"), EFFORT_TEMPLATE);
+  });
+});
+afterAll(() => h?.dispose());
+
+async function post(body: unknown, key = h.key) {
+  const res = await fetch(`${h.url}/v1/responses`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+  return reply<Record<string, unknown>>(res);
+}
+
+const inputTokens = (r: { json?: Record<string, unknown> }) =>
+  (r.json!.usage as { input_tokens: number }).input_tokens;
+
+describe("POST /v1/responses", () => {
+  it("reasoning.effort reaches a template that reads reasoning_effort, and is a 400 elsewhere", async () => {
+    const base = { model: "thinker", input: "Hi", max_output_tokens: 1, store: false };
+    const low = await post({ ...base, reasoning: { effort: "low" } });
+    const high = await post({ ...base, reasoning: { effort: "high" } });
+    expect([low.status, high.status]).toEqual([200, 200]);
+    expect(inputTokens(high)).toBeGreaterThan(inputTokens(low));
+    expect(high.json!.reasoning).toEqual({ effort: "high", summary: null });
+
+    for (const [model, effort] of [
+      ["thinker", "minimal"],
+      ["tiny", "low"],
+    ] as const) {
+      const r = await post({ ...base, model, reasoning: { effort } });
+      expect(r.status).toBe(400);
+      expect(r.json!.error).toMatchObject({ param: "reasoning.effort", code: "unsupported_parameter" });
+    }
+    // No effort: nothing for the template to read, on either model.
+    expect((await post({ ...base, model: "tiny", reasoning: { effort: null } })).status).toBe(200);
+  });
+
+  it("streams named events numbered from 0, ending with response.completed and no [DONE]", async () => {
+    const res = await fetch(`${h.url}/v1/responses`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+      body: JSON.stringify({ model: "tiny", input: "Hi", max_output_tokens: 3, stream: true, store: false }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const blocks = (await res.text()).split("\n\n").filter((b) => b !== "");
+    expect(blocks.some((b) => b.includes("[DONE]"))).toBe(false);
+    const events = blocks.map((b) => {
+      const [eventLine, dataLine] = b.split("\n");
+      expect(eventLine).toMatch(/^event: /);
+      const data = JSON.parse(dataLine!.slice("data: ".length)) as { type: string; sequence_number: number };
+      expect(eventLine).toBe(`event: ${data.type}`);
+      return data;
+    });
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events[0]!.type).toBe("response.created");
+    expect(["response.completed", "response.incomplete"]).toContain(events.at(-1)!.type);
+  });
+
+  it("stores a response for its key alone: GET, DELETE, 404s, 405s, and the usage row", async () => {
+    const created = await post({ model: "tiny", input: "Hi", max_output_tokens: 2 });
+    expect(created.status).toBe(200);
+    const id = created.json!.id as string;
+    const headers = { Authorization: `Bearer ${h.key}` };
+    const got = await reply<Record<string, unknown>>(await fetch(`${h.url}/v1/responses/${id}`, { headers }));
+    expect(got.status).toBe(200);
+    expect(got.json).toEqual(created.json);
+
+    const query = await reply(await fetch(`${h.url}/v1/responses/${id}?stream=true`, { headers }));
+    expect(query.status).toBe(400);
+    expect((query.json as { error: { param: string } }).error.param).toBe("stream");
+
+    const put = await fetch(`${h.url}/v1/responses/${id}`, { method: "PUT", headers });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("GET, HEAD, DELETE");
+    expect((await fetch(`${h.url}/v1/responses`, { headers })).status).toBe(405);
+
+    const db = new DatabaseSync(join(h.root, "ortserve.db"));
+    const other = new ApiKeys(db).createKey("other").key;
+    const rows = db
+      .prepare("SELECT key_id, status, completion_tokens FROM usage WHERE model = 'tiny' AND status = 200")
+      .all() as { key_id: number; completion_tokens: number }[];
+    db.close();
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    expect(rows.some((r) => r.completion_tokens === 2)).toBe(true);
+
+    const theirs = { Authorization: `Bearer ${other}` };
+    expect((await fetch(`${h.url}/v1/responses/${id}`, { headers: theirs })).status).toBe(404);
+    expect((await fetch(`${h.url}/v1/responses/${id}`, { method: "DELETE", headers: theirs })).status).toBe(
+      404,
+    );
+    const continued = await post({ model: "tiny", previous_response_id: id, input: "Again" }, other);
+    expect(continued.status).toBe(400);
+    expect(continued.json!.error).toMatchObject({
+      param: "previous_response_id",
+      code: "previous_response_not_found",
+    });
+
+    const deleted = await reply(await fetch(`${h.url}/v1/responses/${id}`, { method: "DELETE", headers }));
+    expect(deleted.status).toBe(200);
+    expect(deleted.json).toEqual({ id, object: "response", deleted: true });
+    const gone = await reply(await fetch(`${h.url}/v1/responses/${id}`, { headers }));
+    expect(gone.status).toBe(404);
+    expect((gone.json as { error: { code: string } }).error.code).toBe("response_not_found");
+  });
+
+  it("a response whose row cannot be written is a 500, or a stream's error event in place of its end", async () => {
+    // A real refusal by the database, of stored responses only (usage rows still commit).
+    const db = new DatabaseSync(join(h.root, "ortserve.db"));
+    db.exec(
+      "CREATE TRIGGER refuse_responses BEFORE INSERT ON responses BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+    );
+    try {
+      const base = { model: "tiny", input: "Hi", max_output_tokens: 2 };
+      const plain = await post(base);
+      expect(plain.status).toBe(500);
+      expect((plain.json!.error as { message: string }).message).toContain("could not be stored");
+      expect((await post({ ...base, store: false })).status).toBe(200);
+
+      const res = await fetch(`${h.url}/v1/responses`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+        body: JSON.stringify({ ...base, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      const events = (await res.text())
+        .split("\n\n")
+        .filter((b) => b !== "")
+        .map(
+          (b) =>
+            JSON.parse(b.split("\n")[1]!.slice("data: ".length)) as { type: string; sequence_number: number },
+        );
+      expect(events.map((e) => e.type)).not.toContain("response.completed");
+      expect(events.at(-1)).toMatchObject({ type: "error", code: "internal_error" });
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      const statuses = db
+        .prepare("SELECT status FROM usage ORDER BY id DESC LIMIT 3")
+        .all()
+        .map((r) => (r as { status: number }).status);
+      expect(statuses).toEqual([500, 200, 500]);
+    } finally {
+      db.exec("DROP TRIGGER refuse_responses");
+      db.close();
+    }
+    expect((await post({ model: "tiny", input: "Hi", max_output_tokens: 1 })).status).toBe(200);
+  });
+});
