@@ -38,7 +38,7 @@ import {
 } from "../protocol/responses/stream.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import type { ResponseStore } from "../storage/responses.ts";
-import { chatEngineRequests, checkStrictToolChoice } from "./chat-completions.ts";
+import { chatEngineRequests, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
 import type { Caller, GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
 
@@ -168,6 +168,10 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     const effort = req.wire.reasoning?.effort;
     if (effort !== undefined) req.chat.reasoning_effort = templateEffort(effort, model);
     return chatEngineRequests(this.deps, req.chat, model, requestId);
+  }
+
+  protected override reasoning(model: EngineModel, requests: EngineRequest[]): ResponseContext["reasoning"] {
+    return chatReasoning(model, requests[0]!);
   }
 
   protected accumulator(req: KeyedRequest, ctx: ResponseContext): Accumulator<ResponseObject> {

@@ -101,6 +101,42 @@ describe("reasoning output", () => {
     expect(body.content.find((b) => b.type === "text")?.text ?? null).toBe(whole.message.content);
   });
 
+  it("the Responses API returns it as a reasoning item, streamed as reasoning_text deltas, and continues it", async () => {
+    const whole = await message("thinker");
+    const post = (body: Record<string, unknown>) =>
+      fetch(`${h.url}/v1/responses`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+        body: JSON.stringify({ model: "thinker", max_output_tokens: 24, temperature: 0, ...body }),
+      });
+    const res = await post({ input: "Why is the sky blue?" });
+    expect(res.status).toBe(200);
+    const r = (await res.json()) as {
+      id: string;
+      output: { type: string; content?: { type: string; text: string }[] }[];
+    };
+    expect(r.output[0]).toMatchObject({
+      type: "reasoning",
+      summary: [],
+      content: [{ type: "reasoning_text", text: whole.message.reasoning }],
+    });
+    const text = r.output.find((o) => o.type === "message")?.content?.[0]?.text ?? null;
+    expect(text).toBe(whole.message.content);
+
+    const streamed = await (await post({ input: "Why is the sky blue?", stream: true })).text();
+    const events = streamed
+      .split("\n\n")
+      .flatMap((b) => b.split("\n").filter((l) => l.startsWith("data: ")))
+      .map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: string });
+    const deltas = events.filter((e) => e.type === "response.reasoning_text.delta").map((e) => e.delta);
+    expect(deltas.join("")).toBe(whole.message.reasoning);
+    expect(events.findIndex((e) => e.type === "response.reasoning_text.done")).toBeGreaterThan(0);
+
+    // The stored reasoning item goes back to the template with the next turn.
+    const next = await post({ input: "And at sunset?", previous_response_id: r.id });
+    expect(next.status).toBe(200);
+  });
+
   it("a JSON schema binds the answer after the think block: never text outside the schema", async () => {
     const schema = {
       type: "object",

@@ -98,7 +98,18 @@ export interface FunctionCallOutputItem {
   output: string | InputText[];
 }
 
-export type InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem;
+/**
+ * A reasoning model's think block from an earlier turn (a reasoning output item sent back): its
+ * text reaches the template as the next assistant turn's reasoning. Summaries and encrypted
+ * content are other servers' and say nothing here.
+ */
+export interface ReasoningItem {
+  type: "reasoning";
+  content?: { type: "reasoning_text"; text: string }[];
+  id?: string;
+}
+
+export type InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem;
 
 const inputContent = union<string | InputText[]>(
   [
@@ -193,10 +204,19 @@ const OTHER_TOOL_ITEMS = [
   "tool_search_output",
 ];
 
+const reasoningItem: Schema<ReasoningItem> = object({
+  type: required(literal(["reasoning"])),
+  id: optional(string()),
+  summary: optional(array(jsonObject())),
+  content: optional(
+    array(object({ type: required(literal(["reasoning_text"])), text: required(string()) })),
+    nullable,
+  ),
+  encrypted_content: optional(string(), nullable),
+  status,
+}) as Schema<ReasoningItem>;
+
 function rejectItem(type: string, typePath: string) {
-  // Debt: reasoning items are refused until reasoning output is served (then they carry its text).
-  if (type === "reasoning")
-    return unsupportedField(typePath, "reasoning items: this server does not serve reasoning output yet");
   if (type === "item_reference")
     return unsupportedField(
       typePath,
@@ -206,7 +226,7 @@ function rejectItem(type: string, typePath: string) {
     return unsupportedField(typePath, `"${type}" items: only function tools are served`);
   return valueError(
     typePath,
-    `unknown item type ${JSON.stringify(type)}; expected "message", "function_call" or "function_call_output".`,
+    `unknown item type ${JSON.stringify(type)}; expected "message", "function_call", "function_call_output" or "reasoning".`,
   );
 }
 
@@ -216,6 +236,7 @@ const typedItem = tagged<InputItem>(
     message: messageItem,
     function_call: functionCallItem,
     function_call_output: functionCallOutputItem,
+    reasoning: reasoningItem,
   } as Record<string, Schema<InputItem>>,
   { reject: rejectItem },
 );
@@ -243,6 +264,13 @@ function normalise(item: InputItem): InputItem {
       const o = item as FunctionCallOutputItem;
       return { type: "function_call_output", call_id: o.call_id, output: o.output };
     }
+    case "reasoning": {
+      const r = item as ReasoningItem;
+      return {
+        type: "reasoning",
+        content: (r.content ?? []).map((c) => ({ type: "reasoning_text", text: c.text })),
+      };
+    }
     default: {
       const m = item as MessageItem;
       return { type: "message", role: m.role, content: m.content } as MessageItem;
@@ -258,23 +286,36 @@ const textOf = (content: string | (InputText | OutputText | Refusal)[]): string 
 /**
  * Items as chat messages: `instructions` first as the system message; developer messages as system
  * messages (chat templates know system, few know developer); consecutive function calls join the
- * assistant message before them as its tool_calls; each function_call_output is a tool message.
+ * assistant message before them as its tool_calls; each function_call_output is a tool message;
+ * a reasoning item's text is the reasoning of the assistant turn that follows it.
  */
 export function chatMessages(instructions: string | undefined, items: readonly InputItem[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (instructions !== undefined) out.push({ role: "system", content: instructions });
+  let reasoning: string | undefined;
+  const assistant = (message: ChatMessage): ChatMessage => {
+    if (reasoning !== undefined) message.reasoning = reasoning;
+    reasoning = undefined;
+    return message;
+  };
   for (const item of items) {
-    if (item.type === "function_call") {
+    if (item.type === "reasoning") {
+      const text = (item.content ?? []).map((c) => c.text).join("\n");
+      reasoning = reasoning === undefined ? text : `${reasoning}\n${text}`;
+    } else if (item.type === "function_call") {
       const call: ToolCall = {
         id: item.call_id,
         type: "function",
         function: { name: item.name, arguments: item.arguments },
       };
       const last = out.at(-1);
-      if (last?.role === "assistant") last.tool_calls = [...(last.tool_calls ?? []), call];
-      else out.push({ role: "assistant", content: "", tool_calls: [call] });
+      if (last?.role === "assistant" && reasoning === undefined)
+        last.tool_calls = [...(last.tool_calls ?? []), call];
+      else out.push(assistant({ role: "assistant", content: "", tool_calls: [call] }));
     } else if (item.type === "function_call_output")
       out.push({ role: "tool", tool_call_id: item.call_id, content: textOf(item.output) });
+    else if (item.role === "assistant")
+      out.push(assistant({ role: "assistant", content: textOf(item.content) }));
     else
       out.push({
         role: item.role === "developer" ? "system" : item.role,
@@ -289,15 +330,21 @@ export function outputAsInput(
   output: readonly (
     | { type: "message"; content: { type: "output_text"; text: string }[] }
     | { type: "function_call"; call_id: string; name: string; arguments: string }
+    | { type: "reasoning"; content?: { type: "reasoning_text"; text: string }[] }
   )[],
 ): InputItem[] {
-  return output.map((o) =>
-    o.type === "function_call"
-      ? { type: "function_call", call_id: o.call_id, name: o.name, arguments: o.arguments }
-      : {
-          type: "message",
-          role: "assistant",
-          content: o.content.map((p) => ({ type: "output_text" as const, text: p.text })),
-        },
-  );
+  return output.map((o): InputItem => {
+    if (o.type === "function_call")
+      return { type: "function_call", call_id: o.call_id, name: o.name, arguments: o.arguments };
+    if (o.type === "reasoning")
+      return {
+        type: "reasoning",
+        content: (o.content ?? []).map((c) => ({ type: "reasoning_text", text: c.text })),
+      };
+    return {
+      type: "message",
+      role: "assistant",
+      content: o.content.map((p) => ({ type: "output_text" as const, text: p.text })),
+    };
+  });
 }

@@ -431,9 +431,16 @@ export function toChatRequest(
 ): ChatCompletionRequest {
   const tools = wire.tools ?? [];
   const choice = wire.tool_choice ?? (tools.length > 0 ? "auto" : "none");
+  const messages = chatMessages(wire.instructions, [...prior, ...input]);
+  // Reasoning items only carry an assistant turn's reasoning: alone they are no conversation.
+  if (messages.every((m) => m.role === "system"))
+    throw invalidRequest(
+      "input has no message or function call output to answer (reasoning items alone are none).",
+      "input",
+    );
   const body = {
     model: wire.model,
-    messages: chatMessages(wire.instructions, [...prior, ...input]),
+    messages,
     ...(tools.length > 0 && {
       tools: tools.map((t) => ({
         type: "function",

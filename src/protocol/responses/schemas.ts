@@ -54,7 +54,20 @@ const functionCall = closed({
   arguments: str,
 });
 
-const outputItem = { anyOf: [outputMessage, functionCall] };
+const reasoningText = closed({ type: { const: "reasoning_text" }, text: str });
+
+const reasoning = closed(
+  {
+    id: { type: "string", pattern: "^rs_" },
+    type: { const: "reasoning" },
+    status: itemStatus,
+    summary: { type: "array", maxItems: 0 },
+    content: { type: "array", items: reasoningText },
+  },
+  { description: "A reasoning model's think block (its ortserve.json names a reasoning_parser)." },
+);
+
+const outputItem = { anyOf: [reasoning, outputMessage, functionCall] };
 
 export const responsesUsageSchema = closed({
   input_tokens: count,
@@ -154,7 +167,7 @@ export const responsesStreamEventSchema: JsonSchema = {
     }),
     closed({
       type: { enum: ["response.content_part.added", "response.content_part.done"] },
-      part: outputText,
+      part: { anyOf: [outputText, reasoningText] },
       ...inPart,
       ...seq,
     }),
@@ -172,6 +185,8 @@ export const responsesStreamEventSchema: JsonSchema = {
       ...inPart,
       ...seq,
     }),
+    closed({ type: { const: "response.reasoning_text.delta" }, delta: str, ...inPart, ...seq }),
+    closed({ type: { const: "response.reasoning_text.done" }, text: str, ...inPart, ...seq }),
     closed({
       type: { const: "response.function_call_arguments.delta" },
       delta: str,

@@ -18,11 +18,13 @@ import {
   type OutputFunctionCall,
   type OutputItem,
   type OutputMessage,
+  type OutputReasoning,
   type OutputTextPart,
   outputMessage,
   type ResponseMeta,
   type ResponseObject,
   type ResponseStatus,
+  reasoningItem,
   responseObject,
   responseStatus,
   responsesUsage,
@@ -35,7 +37,8 @@ type InPart = At & { item_id: string; content_index: number };
 /** One event type per member, so a type narrows to its fields. */
 type Lifecycle<T extends string> = { type: T; response: ResponseObject };
 type ItemEvent<T extends string> = { type: T; item: OutputItem } & At;
-type PartEvent<T extends string> = { type: T; part: OutputTextPart } & InPart;
+type ReasoningTextPart = { type: "reasoning_text"; text: string };
+type PartEvent<T extends string> = { type: T; part: OutputTextPart | ReasoningTextPart } & InPart;
 
 export type ResponsesEventBody =
   | Lifecycle<"response.created">
@@ -48,6 +51,8 @@ export type ResponsesEventBody =
   | PartEvent<"response.content_part.done">
   | ({ type: "response.output_text.delta"; delta: string; logprobs: LogprobEntry[] } & InPart)
   | ({ type: "response.output_text.done"; text: string; logprobs: LogprobEntry[] } & InPart)
+  | ({ type: "response.reasoning_text.delta"; delta: string } & InPart)
+  | ({ type: "response.reasoning_text.done"; text: string } & InPart)
   | ({ type: "response.function_call_arguments.delta"; delta: string; item_id: string } & At)
   | ({ type: "response.function_call_arguments.done"; arguments: string; item_id: string } & At)
   | { type: "error"; code: string | null; message: string; param: string | null };
@@ -58,7 +63,8 @@ type Frame = { type: "chunk"; data: ResponsesEvent } | { type: "error"; error: A
 
 /** The item being written: a message with its text and logprobs so far, or a function call. */
 type OpenMessage = { index: number; message: OutputMessage; text: string; logprobs: LogprobEntry[] };
-type OpenItem = OpenMessage | { index: number; call: OutputFunctionCall };
+type OpenReasoning = { index: number; reasoning: OutputReasoning; text: string };
+type OpenItem = OpenMessage | OpenReasoning | { index: number; call: OutputFunctionCall };
 
 /** The terminal events, whose response is the finished one. */
 export function isFinalEvent(
@@ -88,6 +94,8 @@ export class ResponsesStreamer {
   private open: OpenItem | undefined;
   private readonly output: OutputItem[] = [];
   private status: Exclude<ResponseStatus, "in_progress"> = "completed";
+  /** The output ended inside the think block (a length finish): its reasoning item is incomplete. */
+  private endedThinking = false;
   /** Logprobs of tokens that wrote no text yet (held back by the detokenizer): the next text's. */
   private pendingLogprobs: LogprobEntry[] = [];
 
@@ -128,8 +136,9 @@ export class ResponsesStreamer {
       send({ type: "response.in_progress", response });
     }
     for (const choice of chunk.choices) {
-      const { content, tool_calls } = choice.delta;
+      const { content, reasoning, tool_calls } = choice.delta;
       this.pendingLogprobs.push(...(choice.logprobs?.content ?? []));
+      if (reasoning) this.reasoningText(reasoning, send);
       if (content) this.text(content, send);
       for (const call of tool_calls ?? []) {
         if (call.id !== undefined) this.startCall(call.id, call.function.name ?? "", send);
@@ -145,8 +154,11 @@ export class ResponsesStreamer {
       }
       if (choice.finish_reason !== null) {
         this.status = responseStatus(choice.finish_reason);
-        // An empty answer is still a message, as the non-streamed response has it.
+        // An empty answer is still a message, as the non-streamed response has it (unless the
+        // output ended inside the think block: then there is only the reasoning).
+        const thinking = this.open !== undefined && "reasoning" in this.open;
         if (this.output.length === 0 && !this.open) this.openMessage(send);
+        if (thinking && this.status === "incomplete") this.endedThinking = true;
         this.close(send);
       }
     }
@@ -161,6 +173,32 @@ export class ResponsesStreamer {
       );
       send({ type: this.status === "completed" ? "response.completed" : "response.incomplete", response });
     }
+  }
+
+  private reasoningText(delta: string, send: (e: ResponsesEventBody) => void): void {
+    if (!this.open || !("reasoning" in this.open)) {
+      this.close(send);
+      const reasoning: OutputReasoning = { ...reasoningItem(newId("rs"), "", "in_progress"), content: [] };
+      const index = this.output.length;
+      this.open = { index, reasoning, text: "" };
+      send({ type: "response.output_item.added", output_index: index, item: reasoning });
+      send({
+        type: "response.content_part.added",
+        item_id: reasoning.id,
+        output_index: index,
+        content_index: 0,
+        part: { type: "reasoning_text", text: "" },
+      });
+    }
+    const open = this.open as OpenReasoning;
+    open.text += delta;
+    send({
+      type: "response.reasoning_text.delta",
+      item_id: open.reasoning.id,
+      output_index: open.index,
+      content_index: 0,
+      delta,
+    });
   }
 
   private text(delta: string, send: (e: ResponsesEventBody) => void): void {
@@ -217,6 +255,19 @@ export class ResponsesStreamer {
     if (!open) return;
     this.open = undefined;
     const index = open.index;
+    if ("reasoning" in open) {
+      const item = reasoningItem(
+        open.reasoning.id,
+        open.text,
+        this.endedThinking ? "incomplete" : "completed",
+      );
+      const at = { item_id: item.id, output_index: index, content_index: 0 };
+      send({ type: "response.reasoning_text.done", ...at, text: open.text });
+      send({ type: "response.content_part.done", ...at, part: item.content[0]! });
+      this.output.push(item);
+      send({ type: "response.output_item.done", output_index: index, item });
+      return;
+    }
     if ("call" in open) {
       const item: OutputFunctionCall = { ...open.call, status: "completed" };
       send({

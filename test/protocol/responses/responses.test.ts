@@ -106,6 +106,32 @@ describe("Responses request → chat request", () => {
     });
   });
 
+  it("a reasoning item is the reasoning of the assistant turn after it, message or call", () => {
+    const think = (text: string): InputItem => ({
+      type: "reasoning",
+      content: [{ type: "reasoning_text", text }],
+    });
+    const items: InputItem[] = [
+      { type: "message", role: "user", content: "Weather?" },
+      think("Look it up."),
+      { type: "function_call", call_id: "c", name: "f", arguments: "{}" },
+      { type: "function_call_output", call_id: "c", output: "sunny" },
+      think("Answer."),
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "Sunny." }] },
+    ];
+    const messages = chatMessages(undefined, items);
+    expect(messages.map((m) => [m.role, m.reasoning])).toEqual([
+      ["user", undefined],
+      ["assistant", "Look it up."],
+      ["tool", undefined],
+      ["assistant", "Answer."],
+    ]);
+    // Stored output goes back as input with its reasoning.
+    expect(
+      outputAsInput([{ type: "reasoning", content: [{ type: "reasoning_text", text: "Answer." }] }]),
+    ).toEqual([think("Answer.")]);
+  });
+
   it("a call with no text before it is an assistant turn of its own", () => {
     expect(
       chatMessages(undefined, [{ type: "function_call", call_id: "c", name: "f", arguments: "{}" }]),
@@ -209,7 +235,11 @@ describe("Responses request → chat request", () => {
         { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
         "input[0].content[0].type",
       ],
-      [{ input: [{ type: "reasoning", summary: [] }] }, "input[0].type", "unsupported_parameter"],
+      [{ input: [{ type: "reasoning", summary: [] }] }, "input"],
+      [
+        { input: [{ type: "reasoning", content: [{ type: "summary_text", text: "x" }] }] },
+        "input[0].content[0].type",
+      ],
       [{ input: [{ type: "item_reference", id: "x" }] }, "input[0].type", "unsupported_parameter"],
       [{ input: [{ type: "web_search_call" }] }, "input[0].type", "unsupported_parameter"],
       [{ input: [{ role: "tool", content: "x" }] }, "input[0].role"],
