@@ -2,10 +2,11 @@
  * The execute stage: a step's plan → forward passes over the batch KV cache → one logits row per
  * run. `execute` has the BatchLayout apply the plan's layout work, then chooses the passes:
  * where the session takes ragged tokens (ortserve's attention kernel), the decoding rows, their
- * jump-forward tokens and the prompt chunk go through one pass, which reads the weights once;
- * otherwise a decode pass for the decoding rows (one new token each, every row at its own
+ * jump-forward tokens and the step's prompt chunks go through one pass, which reads the weights
+ * once; otherwise a decode pass for the decoding rows (one new token each, every row at its own
  * length), a pass per row with jump-forward tokens, and a prefill pass per prompt chunk. A chunk
- * that needs every position's logits (prompt logprobs) always takes a pass of its own.
+ * that needs every position's logits (prompt logprobs) always takes a pass of its own, and so do
+ * the prompt chunks in rows after it.
  */
 import { Tensor } from "onnxruntime-node";
 import type { PrefixCache } from "../cache/prefix-cache.ts";
@@ -46,6 +47,13 @@ export interface StepOutput {
 export interface ModelRunner {
   readonly kv: KvRows;
   /**
+   * Whether several prompts' chunks share one pass, so a step may start several prompts. Without
+   * ragged passes (onnxruntime-node's session, or ORTSERVE_MIXED_STEPS=0) each chunk would take a
+   * pass of its own, and onnxruntime's MatMulNBits may round a chunk differently with its length:
+   * one prompt at a time keeps those paths as they are.
+   */
+  readonly batchesPrompts: boolean;
+  /**
    * Applies the plan's layout work and runs its passes. Logits are valid until the next call
    * (the session may reuse their memory).
    */
@@ -67,6 +75,7 @@ export class BatchRunner implements ModelRunner {
   readonly session: DecoderSession;
   readonly kv: KvSlots;
   readonly mixes: boolean;
+  readonly batchesPrompts: boolean;
   private readonly layout: BatchLayout;
   private readonly mixedSteps: boolean;
   private busy = false;
@@ -82,6 +91,7 @@ export class BatchRunner implements ModelRunner {
     this.mixes = session.ragged;
     this.layout = new BatchLayout(kv, options.prefixCache);
     this.mixedSteps = options.mixedSteps ?? true;
+    this.batchesPrompts = this.mixes && this.mixedSteps;
   }
 
   async execute(plan: LayoutPlan): Promise<StepOutput> {
@@ -110,11 +120,13 @@ export class BatchRunner implements ModelRunner {
       });
     };
     const jumps = decoding.some((i) => runs[i]!.tokens.length > 1);
+    // The prompt chunks in the rows before the first that keeps every logit share the ragged pass.
+    const firstAll = prompts.findIndex((i) => runs[i]!.logits === "all");
     const together =
-      this.mixes && this.mixedSteps && decoding.length > 0
-        ? prompts.filter((i) => runs[i]!.logits !== "all")
+      this.mixes && this.mixedSteps && (decoding.length > 0 || prompts.length > 1)
+        ? prompts.slice(0, firstAll < 0 ? prompts.length : firstAll)
         : [];
-    const ragged = decoding.length > 0 && this.mixes && (together.length > 0 || jumps);
+    const ragged = this.mixes && (decoding.length > 0 ? together.length > 0 || jumps : together.length > 1);
     const alone = ragged ? prompts.filter((i) => !together.includes(i)) : prompts;
     if (ragged) {
       const order = [...decoding, ...together];
@@ -123,7 +135,7 @@ export class BatchRunner implements ModelRunner {
       });
       const out = await this.ragged(order.map((i) => runs[i]!));
       vocab = out.vocab;
-      mixed = together.length > 0;
+      mixed = decoding.length > 0 && together.length > 0;
       order.forEach((i, r) => {
         if (runs[i]!.logits !== "none") logits[i] = out.logits.subarray(r * vocab, (r + 1) * vocab);
       });
