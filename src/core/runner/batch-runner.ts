@@ -41,6 +41,8 @@ export interface StepOutput {
   vocab: number;
   /** Whether decoding rows and a prompt chunk went through one pass. */
   mixed: boolean;
+  /** Forward passes the step took. */
+  passes: number;
 }
 
 /** The execute stage as the engine sees it: forward passes over KV rows. */
@@ -113,6 +115,7 @@ export class BatchRunner implements ModelRunner {
     const logits: (Float32Array | undefined)[] = runs.map(() => undefined);
     let vocab = 0;
     let mixed = false;
+    let passes = 0;
     /** Rows taken from an earlier pass are copied before the next one: the session reuses the memory. */
     const keep = () => {
       logits.forEach((l, i) => {
@@ -133,6 +136,7 @@ export class BatchRunner implements ModelRunner {
       order.forEach((i, r) => {
         if (rows[i] !== r) throw new Error("a ragged pass's runs must hold rows [0, runs)");
       });
+      passes++;
       const out = await this.ragged(order.map((i) => runs[i]!));
       vocab = out.vocab;
       mixed = decoding.length > 0 && together.length > 0;
@@ -143,6 +147,7 @@ export class BatchRunner implements ModelRunner {
       decoding.forEach((i, r) => {
         if (rows[i] !== r) throw new Error("a decode pass's runs must hold rows [0, runs)");
       });
+      passes++;
       const out = await this.decode(
         decoding.map((i) => runs[i]!.tokens[0]!),
         decoding.map((i) => runs[i]!.start),
@@ -156,6 +161,7 @@ export class BatchRunner implements ModelRunner {
         const run = runs[i]!;
         if (run.tokens.length === 1) continue;
         keep();
+        passes++;
         const own = await this.prefill(rows[i]!, run.tokens.slice(1), run.start + 1);
         logits[i] = own.logits.subarray(own.logits.length - vocab);
       }
@@ -163,11 +169,12 @@ export class BatchRunner implements ModelRunner {
     for (const i of alone) {
       const run = runs[i]!;
       keep();
+      passes++;
       const out = await this.prefill(rows[i]!, run.tokens, run.start, run.logits === "all" ? 0 : 1);
       vocab = out.vocab;
       if (run.logits !== "none") logits[i] = out.logits;
     }
-    return { logits, vocab, mixed };
+    return { logits, vocab, mixed, passes };
   }
 
   release(): Promise<void> {
