@@ -124,6 +124,8 @@ export class BatchRunner implements ModelRunner {
     };
     const jumps = decoding.some((i) => runs[i]!.tokens.length > 1);
     // The prompt chunks in the rows before the first that keeps every logit share the ragged pass.
+    // Debt: the ones after it take a pass each (the ragged pass keeps one logits row per row, and
+    // its rows must be [0, runs)); the layout could put prompts keeping every logit last.
     const firstAll = prompts.findIndex((i) => runs[i]!.logits === "all");
     const together =
       this.mixes && this.mixedSteps && (decoding.length > 0 || prompts.length > 1)
