@@ -210,6 +210,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         });
         metrics.engineSteps.setTotal(s.steps, { engine });
         metrics.mixedSteps.setTotal(s.mixedSteps, { engine });
+        metrics.promptBatchSteps.setTotal(s.promptBatchSteps, { engine });
         metrics.abortsFreed.setTotal(s.abortsFreed, { engine });
         metrics.jumpForwardTokens.setTotal(s.jumpForwardTokens, { engine });
         metrics.abortFreeStepsMax.set(s.abortFreeStepsMax, { engine });

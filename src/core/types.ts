@@ -130,7 +130,7 @@ export interface EngineCoreConfig {
   maxNumSeqs: number;
   /** Context limit enforced per sequence (at most the model's). */
   maxModelLen: number;
-  /** Prompt tokens prefilled per step, so running streams keep moving during long prompts. */
+  /** Prompt tokens prefilled per step (shared by its prompts), so running streams keep moving during long prompts. */
   prefillChunk: number;
   /** Bytes the prefix cache may hold. */
   prefixCacheBytes: number;

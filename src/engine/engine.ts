@@ -61,7 +61,7 @@ export interface EngineOptions {
   maxNumSeqs?: number;
   /** Context limit per sequence (at most the model's). */
   maxModelLen?: number;
-  /** Prompt tokens prefilled per step. */
+  /** Prompt tokens prefilled per step, shared by the prompts a step prefills. */
   prefillChunk?: number;
   /** Bytes each model's prefix cache may hold. */
   prefixCacheBytes?: number;

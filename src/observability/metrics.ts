@@ -77,6 +77,7 @@ export class Metrics {
   readonly requestTimeouts = new Counter();
   readonly engineSteps = new Counter();
   readonly mixedSteps = new Counter();
+  readonly promptBatchSteps = new Counter();
   readonly abortsFreed = new Counter();
   readonly jumpForwardTokens = new Counter();
   readonly abortFreeStepsMax = new Gauge();
@@ -183,6 +184,11 @@ export class Metrics {
       "ortserve_engine_mixed_steps_total",
       "Engine steps whose decode rows and prompt chunk ran as one forward pass, per engine.",
       this.mixedSteps,
+    );
+    counter(
+      "ortserve_engine_prompt_batch_steps_total",
+      "Engine steps that prefilled several prompts' chunks, per engine.",
+      this.promptBatchSteps,
     );
     counter(
       "ortserve_aborted_requests_freed_total",

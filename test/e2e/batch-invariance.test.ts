@@ -2,8 +2,9 @@
  * End to end, what test/engine/batch-invariance.test.ts checks in the engine: through a real
  * server and the official `openai` client, each request of a mix (chat and completions, streaming
  * or not, n = 2 with a seed, logprobs, a compact JSON schema, stop strings, echo) gets the same
- * response alone as when the whole mix arrives staggered. Only what is meant to differ is left
- * out: ids, timestamps and cached_tokens (the prefix cache warms between the two passes).
+ * response alone as when the whole mix arrives staggered, or all at once (several prompts then
+ * prefill in one step). Only what is meant to differ is left out: ids, timestamps and
+ * cached_tokens (the prefix cache warms between the passes).
  */
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -109,6 +110,18 @@ describe.skipIf(!haveDefaultModel || !nativeSessions?.blockQuantMatMul)(
         }),
       );
       for (const [i, response] of together.entries()) expect(response, `request ${i}`).toEqual(alone[i]);
+      // All at once: several prompts start in one step (their chunks in one pass), and still each
+      // gets its solo response.
+      const burst = await Promise.all(requests.map(async (send) => comparable(await send())));
+      for (const [i, response] of burst.entries()) expect(response, `burst request ${i}`).toEqual(alone[i]);
+      const metrics = await (
+        await fetch(`${served.server.url}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).text();
+      const batched = metrics
+        .split("\n")
+        .filter((l) => l.startsWith("ortserve_engine_prompt_batch_steps_total{"))
+        .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+      expect(batched).toBeGreaterThan(0);
     });
   },
 );

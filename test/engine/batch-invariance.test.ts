@@ -143,9 +143,69 @@ describe.skipIf(!hasModel("q4") || !nativeSessions?.blockQuantMatMul)(
       const stats = Object.values(await engine.pool.stats()) as {
         mixedSteps: number;
         jumpForwardTokens: number;
+        promptBatchSteps: number;
       }[];
       expect(stats[0]!.mixedSteps).toBeGreaterThan(0);
       expect(stats[0]!.jumpForwardTokens).toBeGreaterThan(0);
+      // And steps that prefilled several prompts, each with what the step's budget had left.
+      expect(stats[0]!.promptBatchSteps).toBeGreaterThan(0);
+    });
+  },
+);
+
+describe.skipIf(!hasModel("q4") || !nativeSessions?.blockQuantMatMul)(
+  "several prompts prefilled in one step on the real model",
+  () => {
+    const engine = realModelEngine({ maxNumSeqs: 8, maxModelLen: 256, prefillChunk: 128 });
+    /** Two prefix blocks every prompt of the burst shares, then a tail of its own. */
+    const shared = Array.from({ length: 32 }, (_, t) => 500 + ((t * 53) % 3000));
+    const prompt = (i: number) => [
+      ...shared,
+      ...Array.from({ length: 3 + 7 * i }, (_, t) => 900 + i * 41 + t),
+    ];
+    const burst: Partial<EngineRequest>[] = [
+      { maxTokens: 8 },
+      { maxTokens: 6, n: 2, sampling: sampling({ temperature: 0.8, seed: 3n }) },
+      { maxTokens: 12 },
+      { maxTokens: 10, logprobs: 1 },
+      { maxTokens: 7 },
+      { maxTokens: 9, promptLogprobs: 1 },
+    ];
+    const run = (i: number, salt: string, signal?: AbortSignal, onPrompt?: () => void) =>
+      collect(
+        engine.pool,
+        engine.config,
+        request(prompt(i), { ...burst[i], cacheSalt: salt }),
+        (e) => {
+          if (e.type === "prompt") onPrompt?.();
+        },
+        signal,
+      );
+
+    it("a burst gets its solo outputs, a middle prompt aborted as its prefill ends, and later hits the cache", async () => {
+      const alone: ReturnType<typeof outcome>[] = [];
+      for (let i = 0; i < burst.length; i++) alone.push(outcome(await run(i, `alone-${i}`)));
+      const before = (Object.values(await engine.pool.stats())[0] as { promptBatchSteps: number })
+        .promptBatchSteps;
+      // All at once: the step's 128 prompt tokens start several of them together.
+      const middle = new AbortController();
+      const together = await Promise.all(
+        burst.map((_, i) =>
+          i === 2
+            ? run(i, "burst", middle.signal, () => middle.abort()).catch(() => null)
+            : run(i, "burst").then(outcome),
+        ),
+      );
+      together.forEach((t, i) => {
+        if (i !== 2) expect({ request: i, ...t }).toEqual({ request: i, ...alone[i] });
+      });
+      const after = (Object.values(await engine.pool.stats())[0] as { promptBatchSteps: number })
+        .promptBatchSteps;
+      expect(after).toBeGreaterThan(before);
+      // Prompts admitted together may miss each other's blocks; a request after the burst hits them.
+      const later = await run(4, "burst");
+      expect(later.cachedTokens).toBeGreaterThanOrEqual(shared.length);
+      expect(outcome(later)).toEqual(alone[4]);
     });
   },
 );

@@ -163,6 +163,74 @@ describe("BatchLayout", () => {
     expect(read(kv, 0, tokens.length)).toEqual(tokens);
   });
 
+  it("gives prompts admitted together rows in order, and closes the gap a middle prompt leaves", () => {
+    const kv = cache();
+    const layout = new BatchLayout(kv);
+    const d = {};
+    step(kv, layout, plan({ runs: [prompt(d, 0, [9])], admitted: [{ slot: d, positions: 1, blocks: [] }] }));
+    const d0 = {};
+    const [p, q, r] = [{ p: 0 }, { p: 1 }, { p: 2 }];
+    const rows = step(
+      kv,
+      layout,
+      plan({
+        forks: [{ from: d, to: [d0], length: 1 }],
+        runs: [decode(d0, 1, 10), prompt(p, 0, [1, 2]), prompt(q, 0, [3, 4, 5]), prompt(r, 0, [6])],
+        admitted: [p, q, r].map((slot) => ({ slot, positions: 4, blocks: [] })),
+      }),
+    );
+    expect(rows).toEqual([0, 1, 2, 3]);
+    // q, the middle prompt, is aborted mid-prefill: r moves down beside p, its positions with it.
+    const after = step(kv, layout, plan({ runs: [decode(d0, 2, 11), prompt(p, 2, [7]), prompt(r, 1, [8])] }));
+    expect(after).toEqual([0, 1, 2]);
+    expect(read(kv, 0, 3)).toEqual([9, 10, 11]);
+    expect(read(kv, 1, 3)).toEqual([1, 2, 7]);
+    expect(read(kv, 2, 2)).toEqual([6, 8]);
+  });
+
+  it("forks a prompt that completes before another prompt's row: choices first, the prompt after", () => {
+    const kv = cache();
+    const layout = new BatchLayout(kv);
+    const [p, q] = [{ p: 0 }, { p: 1 }];
+    step(
+      kv,
+      layout,
+      plan({
+        runs: [prompt(p, 0, [1, 2]), prompt(q, 0, [3])],
+        admitted: [p, q].map((slot) => ({ slot, positions: 3, blocks: [] })),
+      }),
+    );
+    const [p0, p1, p2] = [{ c: 0 }, { c: 1 }, { c: 2 }];
+    const rows = step(
+      kv,
+      layout,
+      plan({
+        forks: [{ from: p, to: [p0, p1, p2], length: 2 }],
+        runs: [decode(p0, 2, 20), decode(p1, 2, 21), decode(p2, 2, 22), prompt(q, 1, [4])],
+      }),
+    );
+    // p2 was copied after q's row and traded rows with q (a cycle, moved through saved copies).
+    expect(rows).toEqual([0, 2, 1, 3]);
+    expect(read(kv, 0, 3)).toEqual([1, 2, 20]);
+    expect(read(kv, 1, 3)).toEqual([1, 2, 22]);
+    expect(read(kv, 2, 3)).toEqual([1, 2, 21]);
+    expect(read(kv, 3, 2)).toEqual([3, 4]);
+    // q completes too, from the last row, and p1 finishes: every remaining row keeps its positions.
+    const [q0] = [{ c: "q" }];
+    const last = step(
+      kv,
+      layout,
+      plan({
+        forks: [{ from: q, to: [q0], length: 2 }],
+        runs: [decode(p0, 3, 30), decode(p2, 3, 32), decode(q0, 2, 40)],
+      }),
+    );
+    expect(last).toEqual([0, 1, 2]);
+    expect(read(kv, 0, 4)).toEqual([1, 2, 20, 30]);
+    expect(read(kv, 1, 4)).toEqual([1, 2, 22, 32]);
+    expect(read(kv, 2, 3)).toEqual([3, 4, 40]);
+  });
+
   it("refuses a run whose slot holds no row", () => {
     const layout = new BatchLayout(cache());
     expect(() => layout.apply(plan({ runs: [decode({}, 0, 1)] }))).toThrow(/holds no KV row/);

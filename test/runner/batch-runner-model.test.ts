@@ -120,6 +120,54 @@ for (const [format, tolerance] of [
       expect(bits(a).equals(bits(b))).toBe(true);
     });
 
+    it("runs several prompts' chunks of one plan in one pass with the bits of a pass each", async (ctx) => {
+      if (!runner().mixes) ctx.skip();
+      const bits = (x: Float32Array | undefined) => Buffer.from(x!.buffer, x!.byteOffset, x!.byteLength);
+      const slots = [{}, {}, {}];
+      // Three prompts admitted together: a whole one, an inner chunk, and one keeping every
+      // position's logits (prompt logprobs), which takes a pass of its own.
+      const plan = {
+        runs: [
+          { slot: slots[0]!, start: 0, tokens: PROMPT.slice(0, 5), logits: "last" as const, prompt: true },
+          { slot: slots[1]!, start: 0, tokens: PROMPT.slice(3, 9), logits: "none" as const, prompt: true },
+          { slot: slots[2]!, start: 0, tokens: PROMPT.slice(1, 4), logits: "all" as const, prompt: true },
+        ],
+        admitted: slots.map((slot) => ({ slot, positions: 16, blocks: [] })),
+        forks: [],
+        beamCopies: [],
+        prefixSaves: [],
+      };
+      const make = (mixedSteps: boolean) =>
+        new BatchRunner(
+          session,
+          new KvSlots(
+            { layers: config().numLayers, kvHeads: config().numKvHeads, headDim: config().headDim },
+            { maxRows: 4, maxPositions: 512, dtype: kvDtypeOf(session) },
+          ),
+          { mixedSteps },
+        );
+      const [one, apart] = [make(true), make(false)];
+      expect([one.batchesPrompts, apart.batchesPrompts]).toEqual([true, false]);
+      const a = await one.execute(plan);
+      const aLogits = a.logits.map((l) => l?.slice());
+      const b = await apart.execute(plan);
+      // One ragged pass for the first two, one of its own for the third; a pass each apart.
+      expect([a.passes, b.passes]).toEqual([2, 3]);
+      expect(a.logits[1]).toBeUndefined();
+      expect(aLogits[2]!.length).toBe(3 * b.vocab);
+      for (const i of [0, 2]) expect(bits(aLogits[i]).equals(bits(b.logits[i])), `run ${i}`).toBe(true);
+      // The rows hold the same: the inner chunk's prompt goes on to the same bits.
+      const next = {
+        ...plan,
+        runs: [
+          { slot: slots[1]!, start: 6, tokens: PROMPT.slice(9, 12), logits: "last" as const, prompt: true },
+        ],
+        admitted: [],
+      };
+      const c = (await one.execute(next)).logits[0]!.slice();
+      expect(bits(c).equals(bits((await apart.execute(next)).logits[0]))).toBe(true);
+    });
+
     it("refuses misuse", async () => {
       const r = runner();
       await expect(r.prefill(0, [], 0)).rejects.toThrow(/at least one token/);

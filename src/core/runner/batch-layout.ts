@@ -4,13 +4,15 @@
  * caller of KvRows. The runner applies a step's plan here just before the step's pass:
  *
  *   1. forks            a complete prompt's row passes to its first choice (or beam); the others
- *                       copy it
+ *                       copy it into rows after the last
  *   2. beam copies      each live beam's row takes its parent's positions (parents read first:
  *                       a parent may be leaving the batch)
- *   3. compaction       slots the plan does not run leave; the last decoding row fills each gap,
- *                       then the prompt rows move down; memory far beyond the need is given back
- *   4. admission        a new prompt gets the row after the others, room for its whole prompt and
- *                       its cached prefix blocks
+ *   3. compaction       slots the plan does not run leave (a finished choice, a prompt aborted
+ *                       mid-prefill, from any row); the last decoding rows fill the decoding
+ *                       part's gaps, the prompts follow in their order; memory far beyond the need
+ *                       is given back
+ *   4. admission        each new prompt gets the row after the others, room for its whole prompt
+ *                       and its cached prefix blocks
  *   5. the pass         each run's row; after it, complete prompts' blocks go to the prefix cache
  *
  * Architecture invariant: rows [0, decoding) hold the slots that decode (one contiguous batch
@@ -18,7 +20,7 @@
  * exactly the plan's runs. The scheduler decides what runs; only this module knows where.
  */
 import { PREFIX_BLOCK, type PrefixCache } from "../cache/prefix-cache.ts";
-import type { KvBlock, KvRows } from "./kv-rows.ts";
+import type { KvBlock, KvRows, RowMove } from "./kv-rows.ts";
 
 /** Whatever stands for one KV row's owner: compared by identity only. */
 export type Slot = object;
@@ -51,9 +53,10 @@ export interface LayoutPlan {
 export class BatchLayout {
   private readonly kv: KvRows;
   private readonly prefixCache: PrefixCache | undefined;
-  /** Slots in row order: decoding ones first, then prompts. */
+  /** Slots in row order: after a plan is applied, decoding ones first, then prompts. */
   private readonly rows: Slot[] = [];
-  private decoding = 0;
+  /** Slots admitted as prompts and not forked yet: they hold the rows after the decoding ones. */
+  private readonly prompts = new Set<Slot>();
   /** Positions each slot's row holds (as of its last pass). */
   private readonly held = new Map<Slot, number>();
 
@@ -92,7 +95,7 @@ export class BatchLayout {
   /** Forgets every slot (after a failed pass the cache is in an unknown state). */
   clear(): void {
     this.rows.length = 0;
-    this.decoding = 0;
+    this.prompts.clear();
     this.held.clear();
   }
 
@@ -108,67 +111,82 @@ export class BatchLayout {
   }
 
   /**
-   * A prompt's row becomes its first choice's; the others take rows right after it (the prompt
-   * being prefilled is the last row, so they are the next free ones), each a copy of it.
+   * A prompt's row becomes its first choice's; the others take rows after every other row, each a
+   * copy of it. The prompt may sit between other prompts: compaction moves rows into place.
    */
   private fork(from: Slot, to: readonly Slot[], length: number): void {
     const row = this.rows.indexOf(from);
     if (row < 0) throw new Error("a fork names a slot with no KV row");
     this.held.delete(from);
+    this.prompts.delete(from);
     const [first, ...others] = to;
     if (first === undefined) return;
     this.rows[row] = first;
     this.held.set(first, length);
-    // A complete prompt joins the decoding rows: it is the first prompt row.
-    if (row === this.decoding) this.decoding++;
-    others.forEach((slot, i) => {
-      const at = row + 1 + i;
-      if (at < this.rows.length) throw new Error("a fork's rows are taken");
-      this.kv.copyRow(row, at, length);
+    for (const slot of others) {
+      this.kv.copyRow(row, this.rows.length, length);
       this.rows.push(slot);
       this.held.set(slot, length);
-      this.decoding++;
-    });
+    }
   }
 
-  /** Slots not in this step's runs leave; the last decoding row fills each gap, prompts move down. */
+  /**
+   * Slots not in this step's runs leave; the live ones end up in rows [0, runs), decoding ones
+   * first. A slot already in its part stays; the decoding part's gaps are filled from its highest
+   * rows down (the last decoding row fills the highest gap), and the prompts keep their order.
+   */
   private compact(runs: readonly PassRun[]): void {
     const live = new Set(runs.map((r) => r.slot));
-    const prompts = this.rows.slice(this.decoding);
-    const decoding = this.rows.slice(0, this.decoding);
-    for (let r = decoding.length - 1; r >= 0; r--) {
-      if (live.has(decoding[r]!)) continue;
-      this.held.delete(decoding[r]!);
-      const last = decoding.length - 1;
-      if (r !== last) {
-        this.kv.copyRow(last, r, this.held.get(decoding[last]!) ?? 0);
-        decoding[r] = decoding[last]!;
+    for (const slot of this.rows)
+      if (!live.has(slot)) {
+        this.held.delete(slot);
+        this.prompts.delete(slot);
       }
-      decoding.pop();
-      // The prompt rows live just after the decoding rows: keep them adjacent.
-      prompts.forEach((slot, i) => {
-        this.kv.copyRow(last + 1 + i, last + i, this.held.get(slot) ?? 0);
-      });
-    }
-    const keptPrompts = prompts.filter((slot) => live.has(slot));
-    for (const slot of prompts) if (!live.has(slot)) this.held.delete(slot);
-    // Debt: a prompt leaving from between other prompts would need their rows moved down; one
-    // prompt is prefilled at a time, so a leaving prompt is always the last row.
-    if (!keptPrompts.every((slot, i) => prompts[i] === slot))
-      throw new Error("a prompt left from between other prompt rows");
+    const decodingCount = this.rows.filter((s) => live.has(s) && !this.prompts.has(s)).length;
+    const target: (Slot | undefined)[] = this.rows.map((s, r) =>
+      r < decodingCount && live.has(s) && !this.prompts.has(s) ? s : undefined,
+    );
+    target.length = decodingCount;
+    // Decoding slots beyond their part, highest row first, into the gaps, highest gap first.
+    const strays = this.rows.filter((s, r) => r >= decodingCount && live.has(s) && !this.prompts.has(s));
+    for (let r = decodingCount - 1; r >= 0; r--) if (target[r] === undefined) target[r] = strays.pop();
+    target.push(...this.rows.filter((s) => live.has(s) && this.prompts.has(s)));
+    const moves: RowMove[] = [];
+    target.forEach((slot, to) => {
+      const from = this.rows.indexOf(slot!);
+      if (from !== to) moves.push({ from, to, length: this.held.get(slot!) ?? 0 });
+    });
+    this.move(moves);
     this.rows.length = 0;
-    this.rows.push(...decoding, ...keptPrompts);
-    this.decoding = decoding.length;
+    this.rows.push(...(target as Slot[]));
     // One long request or a burst must not keep the cache (and every step's tensors) large for good.
     let positions = 0;
     for (const slot of this.rows) positions = Math.max(positions, this.held.get(slot) ?? 0);
     this.kv.shrinkTo(this.rows.length, positions);
   }
 
+  /**
+   * Row moves in place: each copy runs once no pending move still reads its destination; a cycle
+   * (a fork's choice and a prompt after it trading rows) is copied through KvRows.moveRows, which
+   * reads every source first.
+   */
+  private move(moves: RowMove[]): void {
+    let pending = moves;
+    for (;;) {
+      const reads = new Set(pending.map((m) => m.from));
+      const ready = pending.filter((m) => !reads.has(m.to));
+      if (ready.length === 0) break;
+      for (const m of ready) this.kv.copyRow(m.from, m.to, m.length);
+      pending = pending.filter((m) => reads.has(m.to));
+    }
+    if (pending.length > 0) this.kv.moveRows(pending);
+  }
+
   /** Room for the whole prompt at once: growing chunk by chunk would re-lay the cache out each time. */
   private admit(slot: Slot, positions: number, blocks: readonly KvBlock[]): void {
     const row = this.rows.length;
     this.rows.push(slot);
+    this.prompts.add(slot);
     this.kv.reserve(row + 1, positions);
     blocks.forEach((block, i) => {
       this.kv.loadBlock(block, row, i * PREFIX_BLOCK);

@@ -2,10 +2,11 @@
  * The execute stage: a step's plan → forward passes over the batch KV cache → one logits row per
  * run. `execute` has the BatchLayout apply the plan's layout work, then chooses the passes:
  * where the session takes ragged tokens (ortserve's attention kernel), the decoding rows, their
- * jump-forward tokens and the prompt chunk go through one pass, which reads the weights once;
- * otherwise a decode pass for the decoding rows (one new token each, every row at its own
+ * jump-forward tokens and the step's prompt chunks go through one pass, which reads the weights
+ * once; otherwise a decode pass for the decoding rows (one new token each, every row at its own
  * length), a pass per row with jump-forward tokens, and a prefill pass per prompt chunk. A chunk
- * that needs every position's logits (prompt logprobs) always takes a pass of its own.
+ * that needs every position's logits (prompt logprobs) always takes a pass of its own, and so do
+ * the prompt chunks in rows after it.
  */
 import { Tensor } from "onnxruntime-node";
 import type { PrefixCache } from "../cache/prefix-cache.ts";
@@ -40,11 +41,20 @@ export interface StepOutput {
   vocab: number;
   /** Whether decoding rows and a prompt chunk went through one pass. */
   mixed: boolean;
+  /** Forward passes the step took. */
+  passes: number;
 }
 
 /** The execute stage as the engine sees it: forward passes over KV rows. */
 export interface ModelRunner {
   readonly kv: KvRows;
+  /**
+   * Whether several prompts' chunks share one pass, so a step may start several prompts. Without
+   * ragged passes (onnxruntime-node's session, or ORTSERVE_MIXED_STEPS=0) each chunk would take a
+   * pass of its own, and onnxruntime's MatMulNBits may round a chunk differently with its length:
+   * one prompt at a time keeps those paths as they are.
+   */
+  readonly batchesPrompts: boolean;
   /**
    * Applies the plan's layout work and runs its passes. Logits are valid until the next call
    * (the session may reuse their memory).
@@ -67,6 +77,7 @@ export class BatchRunner implements ModelRunner {
   readonly session: DecoderSession;
   readonly kv: KvSlots;
   readonly mixes: boolean;
+  readonly batchesPrompts: boolean;
   private readonly layout: BatchLayout;
   private readonly mixedSteps: boolean;
   private busy = false;
@@ -82,6 +93,7 @@ export class BatchRunner implements ModelRunner {
     this.mixes = session.ragged;
     this.layout = new BatchLayout(kv, options.prefixCache);
     this.mixedSteps = options.mixedSteps ?? true;
+    this.batchesPrompts = this.mixes && this.mixedSteps;
   }
 
   async execute(plan: LayoutPlan): Promise<StepOutput> {
@@ -103,6 +115,7 @@ export class BatchRunner implements ModelRunner {
     const logits: (Float32Array | undefined)[] = runs.map(() => undefined);
     let vocab = 0;
     let mixed = false;
+    let passes = 0;
     /** Rows taken from an earlier pass are copied before the next one: the session reuses the memory. */
     const keep = () => {
       logits.forEach((l, i) => {
@@ -110,20 +123,25 @@ export class BatchRunner implements ModelRunner {
       });
     };
     const jumps = decoding.some((i) => runs[i]!.tokens.length > 1);
+    // The prompt chunks in the rows before the first that keeps every logit share the ragged pass.
+    // Debt: the ones after it take a pass each (the ragged pass keeps one logits row per row, and
+    // its rows must be [0, runs)); the layout could put prompts keeping every logit last.
+    const firstAll = prompts.findIndex((i) => runs[i]!.logits === "all");
     const together =
-      this.mixes && this.mixedSteps && decoding.length > 0
-        ? prompts.filter((i) => runs[i]!.logits !== "all")
+      this.mixes && this.mixedSteps && (decoding.length > 0 || prompts.length > 1)
+        ? prompts.slice(0, firstAll < 0 ? prompts.length : firstAll)
         : [];
-    const ragged = decoding.length > 0 && this.mixes && (together.length > 0 || jumps);
+    const ragged = this.mixes && (decoding.length > 0 ? together.length > 0 || jumps : together.length > 1);
     const alone = ragged ? prompts.filter((i) => !together.includes(i)) : prompts;
     if (ragged) {
       const order = [...decoding, ...together];
       order.forEach((i, r) => {
         if (rows[i] !== r) throw new Error("a ragged pass's runs must hold rows [0, runs)");
       });
+      passes++;
       const out = await this.ragged(order.map((i) => runs[i]!));
       vocab = out.vocab;
-      mixed = together.length > 0;
+      mixed = decoding.length > 0 && together.length > 0;
       order.forEach((i, r) => {
         if (runs[i]!.logits !== "none") logits[i] = out.logits.subarray(r * vocab, (r + 1) * vocab);
       });
@@ -131,6 +149,7 @@ export class BatchRunner implements ModelRunner {
       decoding.forEach((i, r) => {
         if (rows[i] !== r) throw new Error("a decode pass's runs must hold rows [0, runs)");
       });
+      passes++;
       const out = await this.decode(
         decoding.map((i) => runs[i]!.tokens[0]!),
         decoding.map((i) => runs[i]!.start),
@@ -144,6 +163,7 @@ export class BatchRunner implements ModelRunner {
         const run = runs[i]!;
         if (run.tokens.length === 1) continue;
         keep();
+        passes++;
         const own = await this.prefill(rows[i]!, run.tokens.slice(1), run.start + 1);
         logits[i] = own.logits.subarray(own.logits.length - vocab);
       }
@@ -151,11 +171,12 @@ export class BatchRunner implements ModelRunner {
     for (const i of alone) {
       const run = runs[i]!;
       keep();
+      passes++;
       const out = await this.prefill(rows[i]!, run.tokens, run.start, run.logits === "all" ? 0 : 1);
       vocab = out.vocab;
       if (run.logits !== "none") logits[i] = out.logits;
     }
-    return { logits, vocab, mixed };
+    return { logits, vocab, mixed, passes };
   }
 
   release(): Promise<void> {

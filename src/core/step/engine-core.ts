@@ -2,8 +2,9 @@
  * The continuous-batching engine of one model, inside one worker thread. A step is five calls
  * over plain data, each stage owned by its own module:
  *
- *   plan    = schedule()                 schedule.ts   aborted requests leave, the next waiting one
- *                                                      is admitted; per row: start, tokens, logits kept
+ *   plan    = schedule()                 schedule.ts   aborted requests leave, waiting ones are
+ *                                                      admitted while rows and the step's prompt
+ *                                                      tokens last; per row: start, tokens, logits kept
  *   out     = runner.execute(plan)       runner/       the BatchLayout applies the plan's KV work, then
  *                                                      one ragged pass, or separate passes
  *   masks   = constrain(plan)            constrain.ts  allowed-token masks, while the pass runs
@@ -96,7 +97,7 @@ export class EngineCore {
     this.model = model;
     this.runner = runner;
     this.tokenize = tokenize;
-    this.scheduler = new Scheduler(config, prefixCache);
+    this.scheduler = new Scheduler(config, prefixCache, runner.batchesPrompts);
     this.updates = { scheduler: this.scheduler, tokenizer: tokenize.tokenizer };
     this.scheduler.onDropped = (a) => {
       this.aborts.freed++;

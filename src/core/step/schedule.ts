@@ -1,9 +1,12 @@
 /**
- * The schedule stage. Each step: aborted requests leave, the next waiting request is admitted
- * when rows are free and no other prompt is mid-prefill (its cached prefix blocks are looked up),
- * and the plan names every row's work: each decoding choice or beam its next tokens, the prompt
- * being prefilled its next chunk. As in vLLM's scheduler there is no prefill or decode phase:
- * each request has positions computed and tokens known, and a run closes the gap.
+ * The schedule stage. Each step: aborted requests leave, and the plan names every row's work:
+ * each decoding choice or beam its next tokens, each prompt being prefilled its next chunk. The
+ * step's prompt tokens are at most `prefillChunk`: the prompt mid-prefill takes its share first,
+ * then waiting requests are admitted in queue order (their cached prefix blocks looked up) while
+ * rows are free and tokens are left, each taking what is left, so a prompt that does not fit
+ * waits. Where the runner cannot batch prompts (ModelRunner.batchesPrompts), one prompt is
+ * prefilled at a time. As in vLLM's scheduler there is no prefill or decode phase: each request
+ * has positions computed and tokens known, and a run closes the gap.
  *
  * The scheduler never touches the KV cache. Where rows live, and the copies that keep them
  * contiguous, are the runner's BatchLayout's business: the plan carries what the layout must do
@@ -36,9 +39,13 @@ export class Scheduler {
   /** Told of each aborted request as it leaves (queue, prefill or batch), once. */
   onDropped: (a: ActiveRequest) => void = () => {};
 
-  constructor(config: EngineCoreConfig, prefixCache: PrefixCache) {
+  /** Whether several prompts may be prefilled in one step (the runner's batchesPrompts). */
+  private readonly severalPrompts: boolean;
+
+  constructor(config: EngineCoreConfig, prefixCache: PrefixCache, severalPrompts = false) {
     this.config = config;
     this.prefixCache = prefixCache;
+    this.severalPrompts = severalPrompts;
     this.waiting = config.fairShare
       ? new FairShareQueue(config.schedulingPolicy)
       : new RequestQueue(config.schedulingPolicy);
@@ -55,12 +62,12 @@ export class Scheduler {
       : Math.min(1, this.waiting.length);
   }
 
-  /** Rows in use: decoding choices and beams, and the prompt mid-prefill. */
+  /** Rows in use: decoding choices and beams, and the prompts mid-prefill. */
   get runningCount(): number {
     return this.running.reduce((n, a) => n + (a.state === "prefilling" ? 1 : liveRows(a).length), 0);
   }
 
-  /** Positions held by running sequences (decoding rows and the prompt mid-prefill). */
+  /** Positions held by running sequences (decoding rows and the prompts mid-prefill). */
   get usedPositions(): number {
     let used = 0;
     for (const a of this.running)
@@ -81,20 +88,28 @@ export class Scheduler {
     return this.waiting.length > 0 || this.running.length > 0;
   }
 
-  /** Aborted requests leave, the next waiting one may start; returns what runs this step. */
+  /** Aborted requests leave, waiting ones may start; returns what runs this step. */
   schedule(): StepPlan {
     this.dropAborted();
-    const admitted = this.admitNext();
     const runs: ScheduledRun[] = [];
     const prefixSaves: StepPlan["prefixSaves"][number][] = [];
     for (const a of this.running)
       if (a.state === "decoding") for (const row of liveRows(a)) runs.push(this.decodeRun(a, row));
-    for (const a of this.running) {
-      if (a.state !== "prefilling") continue;
-      const run = this.promptRun(a);
+    let budget = this.config.prefillChunk;
+    const prefill = (a: ActiveRequest) => {
+      const run = this.promptRun(a, budget);
+      budget -= run.tokens.length;
       runs.push(run);
       if (run.completesPrompt && this.config.prefixCacheBytes > 0)
         prefixSaves.push({ slot: a, keys: this.prefixKeys(a) });
+    };
+    // A prompt takes less than the budget only when that completes it, so a prompt mid-prefill
+    // is always the last admitted: the one left over from the last step takes its share first.
+    for (const a of this.running) if (a.state === "prefilling") prefill(a);
+    const admitted: StepPlan["admitted"][number][] = [];
+    for (let next = this.admissible(budget); next; next = this.admissible(budget)) {
+      admitted.push(this.admit(next));
+      prefill(next);
     }
     const plan: StepPlan = { runs, admitted, forks: this.forks, beamCopies: this.beamCopies, prefixSaves };
     this.forks = [];
@@ -115,9 +130,12 @@ export class Scheduler {
     };
   }
 
-  private promptRun(a: ActiveRequest): ScheduledRun {
+  /** The prompt's next chunk: as many of its tokens as the step's budget has left. */
+  private promptRun(a: ActiveRequest, budget: number): ScheduledRun {
     const start = a.computed;
-    const tokens = a.promptIds.slice(start, start + this.config.prefillChunk);
+    const tokens = a.promptIds.slice(start, start + budget);
+    // Its row would leave the batch with nothing to run (admission only spends a budget left over).
+    if (tokens.length === 0) throw new Error("a prompt mid-prefill was given no tokens this step");
     const completesPrompt = start + tokens.length === a.promptIds.length;
     return {
       slot: a,
@@ -163,20 +181,34 @@ export class Scheduler {
     if (i >= 0) this.running.splice(i, 1);
   }
 
-  private admitNext(): StepPlan["admitted"][number][] {
-    // Debt: one prompt is prefilled at a time. The plan and the runner take several prompt runs
-    // (one ragged pass holds them all), but BatchLayout's compaction assumes a prompt leaves from
-    // the last row, and admitting more at once would change which prompts hit the prefix cache.
-    if (this.running.some((a) => a.state === "prefilling")) return [];
+  /** Rows the running requests hold or will: a prompt mid-prefill will fork to its n choices or beams. */
+  private reservedRows(): number {
+    return this.running.reduce((n, a) => n + (a.state === "prefilling" ? a.req.n : liveRows(a).length), 0);
+  }
+
+  /** The next waiting request, if it may start now (queue order: fair share and priority decide). */
+  private admissible(budget: number): ActiveRequest | undefined {
+    if (budget <= 0) return undefined;
+    if (!this.severalPrompts && this.running.some((a) => a.state === "prefilling")) return undefined;
     const next = this.waiting.peek();
-    if (!next || this.runningCount + next.req.n > this.config.maxNumSeqs) return [];
+    if (!next || this.reservedRows() + next.req.n > this.config.maxNumSeqs) return undefined;
+    return next;
+  }
+
+  /**
+   * The request starts prefilling from its cached prefix blocks. A prompt admitted in the step
+   * another with the same prefix completes (or in the same step as it) misses the blocks that one
+   * is about to save: the lookup happens now, the save after the pass. Its output is the same,
+   * computed instead of loaded; only its cachedTokens are fewer.
+   */
+  private admit(next: ActiveRequest): StepPlan["admitted"][number] {
     this.waiting.shift();
     next.queueMs = performance.now() - next.queuedAt;
     next.state = "prefilling";
     this.running.push(next);
     const blocks = this.cachedPrefix(next);
     next.computed = next.cachedTokens = blocks.length * PREFIX_BLOCK;
-    return [{ slot: next, positions: next.promptIds.length, blocks }];
+    return { slot: next, positions: next.promptIds.length, blocks };
   }
 
   private prefixKeys(a: ActiveRequest): string[] {

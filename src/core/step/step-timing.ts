@@ -12,6 +12,8 @@ export interface StepCounters {
   jumpForwardTokens: number;
   /** Steps whose decode rows and prompt chunk went through one forward pass. */
   mixedSteps: number;
+  /** Steps that prefilled several prompts (admitted together, or one completing as the next starts). */
+  promptBatchSteps: number;
   /**
    * Steps begun: each one forward pass; more where the runner takes no ragged tokens (a prompt chunk
    * and each row's jump-forward tokens then take passes of their own) or the chunk needs every
@@ -34,6 +36,7 @@ export class StepTiming {
     decodedTokens: 0,
     jumpForwardTokens: 0,
     mixedSteps: 0,
+    promptBatchSteps: 0,
     steps: 0,
   };
 
@@ -41,6 +44,7 @@ export class StepTiming {
     const c = this.counters;
     c.steps++;
     const decoding = plan.runs.filter((r) => !r.prompt);
+    if (plan.runs.length - decoding.length > 1) c.promptBatchSteps++;
     const t0 = performance.now();
     let t1 = t0;
     return {
