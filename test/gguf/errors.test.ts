@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { GgufFormatError, openGguf } from "../../src/models/gguf/reader.ts";
+import { GgufFormatError, openGguf, readGgufMetadata } from "../../src/models/gguf/reader.ts";
 import type { GgufMetadataEntry } from "../../src/models/gguf/types.ts";
 import { GgmlType as G, GgufValueType as V } from "../../src/models/gguf/types.ts";
 import { encodeGguf } from "../../src/models/gguf/writer.ts";
@@ -95,6 +95,17 @@ describe("openGguf rejects", () => {
     expect(failure(oneTensor().subarray(0, 90)).message).toMatch(
       /^truncated GGUF file .*: tensor w needs bytes 64\.\.96, file has 90$/,
     );
+  });
+
+  it("truncated tensor data still gives its header's metadata (the first part of a split file)", () => {
+    const path = join(dir, "first-part.gguf");
+    const whole = encodeGguf({
+      metadata: [{ key: "general.architecture", type: V.STRING, value: "qwen2" }],
+      tensors: [{ name: "w", dims: [8], type: G.F32, data: new Uint8Array(32) }],
+    });
+    writeFileSync(path, whole.subarray(0, whole.length - 10));
+    expect(() => openGguf(path)).toThrow(/truncated GGUF file/);
+    expect(readGgufMetadata(path).get("general.architecture")).toBe("qwen2");
   });
 
   it("unknown and unsupported tensor types", () => {

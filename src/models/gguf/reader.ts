@@ -79,7 +79,20 @@ export function openGguf(path: string): GgufFile {
   }
 }
 
-function parse(c: FileCursor): GgufFile {
+/**
+ * Only the header's metadata (architecture, tokenizer, chat template): enough for a file whose
+ * tensor data is missing, such as the first part of a split download.
+ */
+export function readGgufMetadata(path: string): Map<string, GgufValue> {
+  const fd = openSync(path, "r");
+  try {
+    return parseMetadata(new FileCursor(fd, path, fstatSync(fd).size)).metadata;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseMetadata(c: FileCursor) {
   const magic = c.bytes(4, "magic");
   if (magic.toString("latin1") !== MAGIC) {
     throw new GgufFormatError(
@@ -100,6 +113,11 @@ function parse(c: FileCursor): GgufFile {
     metadata.set(key, entry.value);
     metadataEntries.push(entry);
   }
+  return { version, tensorCount, metadata, metadataEntries };
+}
+
+function parse(c: FileCursor): GgufFile {
+  const { version, tensorCount, metadata, metadataEntries } = parseMetadata(c);
   const alignment = readAlignment(c, metadataEntries);
 
   const infos: RawTensorInfo[] = [];
