@@ -144,9 +144,13 @@ async function promptIds(
       : contextExceeded(L, atLeast);
   if (keep === undefined) {
     const { maxBytesPerToken } = await prompts.info();
-    // No token stands for more than maxBytesPerToken bytes: the size alone can decide.
-    const atLeast = maxBytesPerToken ? Math.ceil(Buffer.byteLength(text, "utf8") / maxBytesPerToken) : 0;
-    if (atLeast > limit) throw tooLong(atLeast);
+    // No token stands for more than maxBytesPerToken bytes: the size alone can decide. A string has
+    // at least as many UTF-8 bytes as UTF-16 units, so a megabyte prompt is refused without
+    // counting its bytes on this thread.
+    const atLeast = (bytes: number) => (maxBytesPerToken ? Math.ceil(bytes / maxBytesPerToken) : 0);
+    if (atLeast(text.length) > limit) throw tooLong(atLeast(text.length));
+    const exact = atLeast(Buffer.byteLength(text, "utf8"));
+    if (exact > limit) throw tooLong(exact);
   }
   const out = await prompts.prompt(text, addSpecialTokens, limit, keep);
   if ("exceeded" in out) throw tooLong(out.atLeast);
