@@ -4,6 +4,7 @@
  * which a busy disk can hold for a tenth of a second or more; here that waits on no one's stream.
  */
 import { parentPort, workerData } from "node:worker_threads";
+import type { ReadyMessage } from "../util/worker-calls.ts";
 import { ApiKeys } from "./api-keys.ts";
 import { openDatabase } from "./db.ts";
 import { type ResponseRow, ResponseTable } from "./responses.ts";
@@ -21,7 +22,7 @@ export type WriterReply =
   | { id: number; ok: true; writable?: boolean; count?: number }
   | { id: number; ok: false; error: string };
 
-export type WriterReady = { ready: true } | { failed: string };
+export type WriterReady = ReadyMessage<true>;
 
 const port = parentPort!;
 let log: UsageLog;

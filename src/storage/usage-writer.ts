@@ -6,16 +6,15 @@
  * Rows still resolve only once committed to disk, so a response still completes after its row.
  * A thread that dies fails its pending rows and is started again on the next one.
  */
-import { Worker } from "node:worker_threads";
 import type { UsageStore } from "../http/usage.ts";
+import { WorkerCalls } from "../util/worker-calls.ts";
 import type { ResponseRow, ResponseWrites } from "./responses.ts";
 import type { UsageRecord } from "./usage.ts";
-import type { WriterJob, WriterReady, WriterReply } from "./usage-writer-worker.ts";
+import type { WriterJob, WriterReply } from "./usage-writer-worker.ts";
 
 /** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
 const WORKER = import.meta.url.endsWith(".ts") ? "./usage-writer-worker.ts" : "./usage-writer-worker.js";
 
-type Pending = { resolve(reply: WriterReply): void; reject(err: Error): void };
 /** The jobs that are answered: they carry an id. */
 type Call =
   | { kind: "usage"; record: UsageRecord }
@@ -25,15 +24,11 @@ type Call =
   | { kind: "response-purge"; now: string };
 
 export class UsageWriter implements UsageStore, ResponseWrites {
-  private readonly path: string;
-  private worker: Worker | undefined;
-  private ready: Promise<void> | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 0;
+  private readonly calls: WorkerCalls<true, WriterReply>;
 
   /** `path`: the database file (not ":memory:", which another connection cannot see). */
   constructor(path: string) {
-    this.path = path;
+    this.calls = new WorkerCalls(new URL(WORKER, import.meta.url), path, "usage writer");
   }
 
   async commitUsage(record: UsageRecord): Promise<void> {
@@ -71,63 +66,19 @@ export class UsageWriter implements UsageStore, ResponseWrites {
 
   /** A key's last-used time (best effort, nothing waits for it). */
   touchKey(keyId: number): void {
-    this.start().then(
-      () => this.worker?.postMessage({ kind: "touch", keyId } satisfies WriterJob),
-      () => {},
-    );
+    this.calls.post({ kind: "touch", keyId } satisfies WriterJob);
   }
 
   /** Starts the thread now, so a database it cannot open fails the server's start, not a request. */
-  open(): Promise<void> {
-    return this.start();
+  async open(): Promise<void> {
+    await this.calls.start();
   }
 
-  async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    this.ready = undefined;
-    await w?.terminate();
+  close(): Promise<void> {
+    return this.calls.close();
   }
 
-  private async call(job: Call): Promise<WriterReply> {
-    await this.start();
-    const id = this.nextId++;
-    return new Promise<WriterReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ ...job, id } as WriterJob);
-    });
-  }
-
-  private start(): Promise<void> {
-    if (this.ready) return this.ready;
-    const worker = new Worker(new URL(WORKER, import.meta.url), { workerData: this.path });
-    // Pending rows hold requests open, and requests hold the process; idle, the thread holds nothing.
-    worker.unref();
-    this.worker = worker;
-    this.ready = new Promise<void>((resolve, reject) => {
-      worker.once("message", (m: WriterReady) => {
-        if ("failed" in m) reject(new Error(`usage writer failed to open the database: ${m.failed}`));
-        else resolve();
-      });
-      worker.on("message", (m: WriterReply | WriterReady) => {
-        if (!("id" in m)) return;
-        const p = this.pending.get(m.id);
-        this.pending.delete(m.id);
-        p?.resolve(m);
-      });
-      const lost = (err: Error) => {
-        if (this.worker === worker) {
-          this.worker = undefined;
-          this.ready = undefined;
-        }
-        reject(err);
-        for (const p of this.pending.values()) p.reject(err);
-        this.pending.clear();
-      };
-      worker.once("error", lost);
-      worker.once("exit", (code) => lost(new Error(`usage writer thread exited with code ${code}`)));
-    });
-    this.ready.catch(() => {});
-    return this.ready;
+  private call(job: Call): Promise<WriterReply> {
+    return this.calls.call(job);
   }
 }

@@ -4,14 +4,13 @@
  * no step. Jobs run one at a time in arrival order. A thread that dies fails its pending jobs and
  * is started again on the next one.
  */
-import { Worker } from "node:worker_threads";
+
+import { WorkerCalls } from "../../util/worker-calls.ts";
 import type { BoundedIds } from "./bounded-encode.ts";
-import type { ReadyMessage, TokenizeJob, TokenizeReply } from "./tokenizer-worker.ts";
+import type { TokenizeJob, TokenizeReply } from "./tokenizer-worker.ts";
 
 /** The worker module next to this one: TypeScript from the sources, JavaScript from the build (dist/). */
 const WORKER = import.meta.url.endsWith(".ts") ? "./tokenizer-worker.ts" : "./tokenizer-worker.js";
-
-type Pending = { resolve(reply: TokenizeReply): void; reject(err: Error): void };
 
 export interface TokenizerInfo {
   /** The most bytes one token stands for; undefined when the tokenizer normalizes text. */
@@ -23,20 +22,15 @@ export interface TokenizerInfo {
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
 
 export class TokenizerThread {
-  private worker: Worker | undefined;
-  private ready: Promise<TokenizerInfo> | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 0;
-
-  private readonly modelDir: string;
+  private readonly calls: WorkerCalls<TokenizerInfo, TokenizeReply>;
 
   constructor(modelDir: string) {
-    this.modelDir = modelDir;
+    this.calls = new WorkerCalls(new URL(WORKER, import.meta.url), modelDir, "tokenizer");
   }
 
   /** What the tokenizer's vocabulary bounds (starts the thread if needed). */
   info(): Promise<TokenizerInfo> {
-    return this.start();
+    return this.calls.start();
   }
 
   /** A prompt's ids, or `exceeded` once it has more than `limit` tokens (see encodeBounded). */
@@ -63,54 +57,13 @@ export class TokenizerThread {
     return (reply as { text: string }).text;
   }
 
-  async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    this.ready = undefined;
-    await w?.terminate();
+  close(): Promise<void> {
+    return this.calls.close();
   }
 
   private async run(job: DistributiveOmit<TokenizeJob, "id">): Promise<TokenizeReply> {
-    await this.start();
-    const id = this.nextId++;
-    const reply = await new Promise<TokenizeReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ ...job, id });
-    });
+    const reply = await this.calls.call(job);
     if ("error" in reply) throw new Error(`tokenizer failed: ${reply.error}`);
     return reply;
-  }
-
-  private start(): Promise<TokenizerInfo> {
-    if (this.ready) return this.ready;
-    const worker = new Worker(new URL(WORKER, import.meta.url), { workerData: this.modelDir });
-    // Only idle time would keep the process alive otherwise; the engine's own work holds it.
-    worker.unref();
-    this.worker = worker;
-    this.ready = new Promise<TokenizerInfo>((resolve, reject) => {
-      worker.once("message", (m: ReadyMessage) => {
-        if ("failed" in m) reject(new Error(`tokenizer failed to load: ${m.failed}`));
-        else resolve(m.ready);
-      });
-      worker.on("message", (m: TokenizeReply | ReadyMessage) => {
-        if (!("id" in m)) return;
-        const p = this.pending.get(m.id);
-        this.pending.delete(m.id);
-        p?.resolve(m);
-      });
-      const lost = (err: Error) => {
-        if (this.worker === worker) {
-          this.worker = undefined;
-          this.ready = undefined;
-        }
-        reject(err);
-        for (const p of this.pending.values()) p.reject(err);
-        this.pending.clear();
-      };
-      worker.once("error", lost);
-      worker.once("exit", (code) => lost(new Error(`tokenizer thread exited with code ${code}`)));
-    });
-    this.ready.catch(() => {});
-    return this.ready;
   }
 }

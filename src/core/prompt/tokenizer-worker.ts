@@ -4,6 +4,7 @@
  * on the thread that steps the model.
  */
 import { parentPort, workerData } from "node:worker_threads";
+import type { ReadyMessage as WorkerReady } from "../../util/worker-calls.ts";
 import { fromTransformersTokenizer } from "../output/transformers-adapter.ts";
 import { loadTransformersTokenizer } from "../runner/tokenizer.ts";
 import { type BoundedIds, encodeBounded, type PieceEncoder, slicesExactly } from "./bounded-encode.ts";
@@ -28,7 +29,7 @@ export type TokenizeReply =
   | { id: number; error: string };
 
 /** Sent once, after the tokenizer loaded (or failed to). */
-export type ReadyMessage = { ready: { maxBytesPerToken?: number; sliceable: boolean } } | { failed: string };
+export type ReadyMessage = WorkerReady<{ maxBytesPerToken?: number; sliceable: boolean }>;
 
 const port = parentPort!;
 const modelDir = workerData as string;
