@@ -16,6 +16,8 @@
  * parameters take the model's generation_config, then vLLM's defaults. Failures are ApiErrors
  * (src/errors.ts): the same status, code and parameter the HTTP API reports.
  */
+
+import { contentText } from "../chat/conversation.ts";
 import {
   type RenderChatOptions,
   TEMPLATE_POOL_DEFAULTS,
@@ -26,6 +28,7 @@ import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
 import { TokenizerThread } from "../core/prompt/tokenizer-thread.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
+import { contextExceeded } from "../core/step/admission.ts";
 import { checkAgainstConfig } from "../core/step/config-checks.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type {
@@ -99,7 +102,12 @@ export const ENGINE_DEFAULTS = {
 export type PromptInput =
   | { text: string; addSpecialTokens?: boolean }
   | { tokenIds: number[] }
-  | ({ messages: ChatMessage[]; addSpecialTokens?: boolean } & Partial<Omit<RenderChatOptions, "messages">>);
+  | ({
+      messages: ChatMessage[];
+      addSpecialTokens?: boolean;
+      /** The request keeps only the prompt's last tokens (truncate_prompt_tokens): no size refusal. */
+      truncates?: boolean;
+    } & Partial<Omit<RenderChatOptions, "messages">>);
 
 export interface GenerateRequest {
   /** A model id, or "<id>:step<N>" for a checkpoint. */
@@ -254,10 +262,14 @@ export class Engine {
   async prompt(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
     if ("tokenIds" in input) return { tokenIds: input.tokenIds };
     if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
-    // Debt: a chat prompt too long for any context is refused by size only in the worker, after it
-    // was rendered here; a few megabyte-sized renders at once hold both template threads, and small
-    // requests wait behind them (bench/hostile-prompts.ts: about 1 s with all five hostile bodies).
-    const { messages, addSpecialTokens, ...chat } = input;
+    const { messages, addSpecialTokens, truncates, ...chat } = input;
+    // The size check's tokenizer loads with the model's first chat, not during a later attack.
+    this.tokenizer(model)
+      .info()
+      .catch(() => {});
+    if (!truncates) await this.refuseOversized(model, messages);
+    // Debt: a prompt made long by other messages than the last user one is refused by size only
+    // in the worker, after it was rendered here.
     const rendered = await this.templates.render(model.info.chatSource, {
       ...chat,
       messages,
@@ -266,6 +278,26 @@ export class Engine {
     });
     // The template spells out its special tokens (vLLM's chat default add_special_tokens=false).
     return { text: rendered.text, addSpecialTokens: addSpecialTokens ?? false };
+  }
+
+  /**
+   * Before rendering: the last user message alone holds more tokens than the context (every token
+   * stands for at most maxBytesPerToken bytes, and a string has at least as many bytes as UTF-16
+   * units). Templates render it, trimmed at most, so the size alone decides; rendering megabytes
+   * through a template, then copying them to the worker, would be work for a refusal.
+   */
+  private async refuseOversized(model: EngineModel, messages: readonly ChatMessage[]): Promise<void> {
+    const last = messages.findLast((m) => m.role === "user");
+    const text = last === undefined ? "" : contentText(last.content).trim();
+    const L = model.config.maxModelLen;
+    // Fewer characters than the context cannot exceed it: the tokenizer is not even asked.
+    if (text.length <= L) return;
+    const { maxBytesPerToken } = await this.tokenizer(model).info();
+    const atLeast = maxBytesPerToken ? Math.ceil(text.length / maxBytesPerToken) : 0;
+    if (atLeast > L)
+      asApiErrors(() => {
+        throw contextExceeded(L, atLeast);
+      });
   }
 
   /** Resolves the model, builds the prompt and completes the parameters with the model's defaults. */

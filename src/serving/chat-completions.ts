@@ -68,6 +68,7 @@ export async function chatPrompt(
     documents: req.documents,
     reasoningEffort: req.reasoning_effort,
     addSpecialTokens: req.add_special_tokens,
+    truncates: req.truncate_prompt_tokens !== undefined,
   });
 }
 

@@ -165,7 +165,7 @@ function promptLimitExceeded(tokens: string, maxPromptTokens: number): RequestEr
   );
 }
 
-function contextExceeded(L: number, atLeast: number): RequestError {
+export function contextExceeded(L: number, atLeast: number): RequestError {
   return new RequestError(
     "invalid_request",
     `This model's maximum context length is ${L} tokens. However, your messages resulted in more than ${L} tokens (at least ${atLeast}). Please reduce the length of the messages.`,
