@@ -19,7 +19,6 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { readModelConfig } from "../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../src/core/model/model-files.ts";
-import { readModelMeta } from "../src/models/fetch/model-meta.ts";
 import { openGguf } from "../src/models/gguf/reader.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
 import { readBandwidth } from "./bandwidth.ts";
@@ -31,6 +30,7 @@ import { openOrtEngine } from "./ort-engine.ts";
 import { benchPrompt } from "./prompt.ts";
 import { type EngineResult, markdownTable } from "./report.ts";
 import { bytesPerToken, type DecodeReads, meanDecodeContext, rooflineShare } from "./roofline.ts";
+import { sourceGguf } from "./source-gguf.ts";
 import { agreeingPrefix, median, nowSeconds } from "./stats.ts";
 
 const ENGINES = ["ort-q4", "ort-fp32", "llama.cpp"] as const;
@@ -73,11 +73,7 @@ const modelDir = join(modelsDir(args["models-dir"]), args.model);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function ggufPath(): Promise<string> {
-  if (args.gguf) return args.gguf;
-  const meta = await readModelMeta(modelDir);
-  const path = join(ggufCacheDir(), meta.source.gguf_file);
-  if (!existsSync(path)) throw new Error(`${path} not found: run \`npm run setup-model\` or pass --gguf`);
-  return path;
+  return args.gguf ?? (await sourceGguf(modelDir, ggufCacheDir()));
 }
 
 /**
