@@ -5,7 +5,11 @@
  * `--schemas <folder>` names one or the workplace's sample sits at ../shared/data/jsonschemabench.
  * Each part runs in a process of its own, one after the other (they would compete for the cores).
  *
+ * `--model` (with `--models-dir`, `--gguf`, `--ik-llama-server`) picks the targets' model; the
+ * structured-output benches keep the default model (their figures are about the grammar, not size).
+ *
  *   npm run bench -- [--runs 3] [--threads 2] [--schemas <folder>] [--skip-llama-server]
+ *                    [--model <name>] [--models-dir <dir>] [--gguf <file>] [--ik-llama-server <binary>]
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -18,8 +22,16 @@ const { values } = parseArgs({
     threads: { type: "string", default: "2" },
     schemas: { type: "string" },
     "skip-llama-server": { type: "boolean", default: false },
+    model: { type: "string" },
+    "models-dir": { type: "string" },
+    gguf: { type: "string" },
+    "ik-llama-server": { type: "string" },
   },
 });
+/** The targets' own options, passed on as given. */
+const targetOptions = (["model", "models-dir", "gguf", "ik-llama-server"] as const).flatMap((k) =>
+  values[k] === undefined ? [] : [`--${k}`, values[k]],
+);
 const here = dirname(new URL(import.meta.url).pathname);
 const sample = join(here, "..", "..", "shared", "data", "jsonschemabench");
 const schemas = values.schemas ?? (existsSync(sample) ? sample : undefined);
@@ -32,7 +44,11 @@ function part(script: string, args: string[]): boolean {
 
 const common = ["--runs", values.runs, "--threads", values.threads];
 const results = [
-  part("targets.ts", [...common, ...(values["skip-llama-server"] ? ["--skip-llama-server"] : [])]),
+  part("targets.ts", [
+    ...common,
+    ...targetOptions,
+    ...(values["skip-llama-server"] ? ["--skip-llama-server"] : []),
+  ]),
   part("structured-decode.ts", [...common, "--max-tokens", "256"]),
 ];
 if (schemas) results.push(part("structured.ts", [schemas, "--outputs", "12", "--max-tokens", "200"]));

@@ -7,20 +7,30 @@
  *                        [--prompt-tokens 128] [--new-tokens 128] [--runs 3]
  *                        [--max-foreign-cpus 0.15] [--max-attempts 8]
  *                        [--model smollm2-135m-instruct] [--models-dir DIR] [--gguf FILE]
+ *                        [--roofline]
+ *
+ * `--roofline` probes the read bandwidth right before each timed decode and reports the share of
+ * the roofline (bench/roofline.ts): ortserve's packed matmul weights, llama.cpp's GGUF matmul
+ * tensors, plus the float16 KV cache of the mean context.
  */
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { readModelConfig } from "../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../src/core/model/model-files.ts";
-import { readModelMeta } from "../src/models/fetch/model-meta.ts";
+import { openGguf } from "../src/models/gguf/reader.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
+import { readBandwidth } from "./bandwidth.ts";
 import { runUndisturbed } from "./contention.ts";
+import { vectorInstructionSets } from "./cpu-flags.ts";
 import type { BenchEngine } from "./engine.ts";
 import { openLlamaEngine } from "./llama-engine.ts";
 import { openOrtEngine } from "./ort-engine.ts";
 import { benchPrompt } from "./prompt.ts";
 import { type EngineResult, markdownTable } from "./report.ts";
+import { bytesPerToken, type DecodeReads, meanDecodeContext, rooflineShare } from "./roofline.ts";
+import { sourceGguf } from "./source-gguf.ts";
 import { agreeingPrefix, median, nowSeconds } from "./stats.ts";
 
 const ENGINES = ["ort-q4", "ort-fp32", "llama.cpp"] as const;
@@ -39,6 +49,7 @@ const { values: args } = parseArgs({
     model: { type: "string", default: "smollm2-135m-instruct" },
     "models-dir": { type: "string" },
     gguf: { type: "string" },
+    roofline: { type: "boolean", default: false },
   },
 });
 
@@ -62,11 +73,7 @@ const modelDir = join(modelsDir(args["models-dir"]), args.model);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function ggufPath(): Promise<string> {
-  if (args.gguf) return args.gguf;
-  const meta = await readModelMeta(modelDir);
-  const path = join(ggufCacheDir(), meta.source.gguf_file);
-  if (!existsSync(path)) throw new Error(`${path} not found: run \`npm run setup-model\` or pass --gguf`);
-  return path;
+  return args.gguf ?? (await sourceGguf(modelDir, ggufCacheDir()));
 }
 
 /**
@@ -97,6 +104,32 @@ async function open(name: EngineName, threads: number): Promise<BenchEngine> {
   }
 }
 
+/** llama.cpp's matmul weights in the GGUF: every 2-D tensor but the embedding (one row is read), unless tied. */
+function ggufMatmulBytes(path: string): number {
+  const g = openGguf(path);
+  try {
+    const tied = !g.tensor("output.weight");
+    return g.tensors
+      .filter((t) => t.dims.length === 2 && (tied || t.name !== "token_embd.weight"))
+      .reduce((n, t) => n + t.byteLength, 0);
+  } finally {
+    g.close();
+  }
+}
+
+/** What a decode step of this engine reads, for --roofline. */
+async function decodeReads(name: EngineName, engine: BenchEngine): Promise<DecodeReads | undefined> {
+  const weightBytes =
+    name === "llama.cpp" ? ggufMatmulBytes(await ggufPath()) : await engine.weightBytesRead?.();
+  if (!weightBytes) return undefined;
+  const cfg = readModelConfig(modelDir).decoder;
+  return {
+    weightBytes,
+    kvBytesPerPosition: cfg.numLayers * 2 * cfg.numKvHeads * cfg.headDim * 2,
+    meanContext: meanDecodeContext(promptTokens, newTokens),
+  };
+}
+
 async function measure(
   name: EngineName,
   threads: number,
@@ -112,6 +145,8 @@ async function measure(
     const prefill: number[] = [];
     const decode: number[] = [];
     const foreign: (number | undefined)[] = [];
+    const bandwidths: number[] = [];
+    const reads = args.roofline ? await decodeReads(name, engine) : undefined;
     let ids: number[] = [];
     // Each timed run is repeated while other processes were busy during it (see contention.ts).
     const undisturbed = <T>(fn: () => Promise<T>) => runUndisturbed(fn, maxForeignCpus, maxAttempts);
@@ -121,7 +156,11 @@ async function measure(
       foreign.push(out.foreignCpus);
     }
     for (let r = 0; r < runs; r++) {
-      const out = await undisturbed(() => engine.decode(prompt, newTokens));
+      const out = await undisturbed(async () => {
+        // Right before the run: this machine's bandwidth moves by half from one minute to the next.
+        if (reads) bandwidths.push(await readBandwidth());
+        return engine.decode(prompt, newTokens);
+      });
       decode.push(out.value.seconds);
       foreign.push(out.foreignCpus);
       ids = out.value.ids;
@@ -140,6 +179,14 @@ async function measure(
       ),
       notes: engine.notes,
     };
+    if (reads) {
+      const bandwidth = median(bandwidths);
+      result.roofline = {
+        bytesPerToken: bytesPerToken(reads),
+        bandwidthBytesPerSecond: bandwidth,
+        share: rooflineShare(result.decodeTokensPerSecond, reads, bandwidth),
+      };
+    }
     log(
       `${engine.name} threads=${threads}: prefill ${result.prefillTokensPerSecond.toFixed(1)} tok/s, ` +
         `decode ${result.decodeTokensPerSecond.toFixed(1)} tok/s`,
@@ -171,6 +218,7 @@ for (const r of results) {
 const summary = {
   machine: {
     cpu: cpus()[0]?.model,
+    instructionSets: vectorInstructionSets(),
     logicalCpus: cpus().length,
     node: process.version,
     loadAverage1m: { before: loadBefore, after: loadavg()[0] },
@@ -184,7 +232,9 @@ const summary = {
 if (args.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 else {
   console.log(
-    `${args.model}: ${promptTokens}-token prompt, ${newTokens} greedy tokens, median of ${runs} runs`,
+    `${args.model}: ${promptTokens}-token prompt, ${newTokens} greedy tokens, median of ${runs} runs; ` +
+      `${cpus()[0]?.model} (${vectorInstructionSets().join(" ")}), load average ` +
+      `${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
   );
   console.log(markdownTable(results, newTokens));
 }

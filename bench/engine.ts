@@ -22,5 +22,7 @@ export interface BenchEngine {
   prefill(prompt: readonly number[]): Promise<PrefillResult>;
   /** Greedy decode of `n` tokens after `prompt`, ignoring EOS. */
   decode(prompt: readonly number[], n: number): Promise<DecodeResult>;
+  /** Weight bytes one decode step reads (the packed matmul weights), when the engine knows. */
+  weightBytesRead?(): Promise<number | undefined>;
   close(): Promise<void>;
 }

@@ -148,8 +148,13 @@ export async function startLlamaServer(opts: {
   parallel: number;
   ctxSize: number;
   threads: number;
+  /** Another build of the server (ik_llama.cpp's) instead of the one built here. */
+  binary?: string;
+  /** Flags after the common ones (ik_llama.cpp: `-rtr`, its repacking of weights at load). */
+  extraArgs?: string[];
 }): Promise<LlamaServer> {
-  const binary = await ensureLlamaServer();
+  const binary = opts.binary ?? (await ensureLlamaServer());
+  if (!existsSync(binary)) throw new Error(`${binary}: no such llama-server binary`);
   const port = await freePort();
   const child = spawn(
     binary,
@@ -169,7 +174,9 @@ export async function startLlamaServer(opts: {
       "--threads-batch",
       String(opts.threads),
       "--jinja",
-      "--no-webui",
+      // Forks may predate the flag; their web UI costs nothing the load measures.
+      ...(opts.binary ? [] : ["--no-webui"]),
+      ...(opts.extraArgs ?? []),
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
@@ -205,6 +212,38 @@ export async function startLlamaServer(opts: {
     await new Promise((r) => setTimeout(r, 250));
   }
   return { baseURL: `http://127.0.0.1:${port}/v1`, stop };
+}
+
+/**
+ * Single-stream greedy decode tok/s as the server itself times it (`timings.predicted_per_second`
+ * of a non-streamed /completion): `prompt` as token ids, `newTokens` generated, EOS ignored, no
+ * prompt cache, so the figure compares with an in-process decode rate on the same ids.
+ */
+export async function serverDecodeRate(
+  baseURL: string,
+  prompt: number[],
+  newTokens: number,
+): Promise<number> {
+  const root = baseURL.replace(/\/v1$/, "");
+  const r = await fetch(`${root}/completion`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      prompt,
+      n_predict: newTokens,
+      temperature: 0,
+      ignore_eos: true,
+      cache_prompt: false,
+    }),
+  });
+  if (!r.ok) throw new Error(`${root}/completion: HTTP ${r.status} ${await r.text()}`);
+  const body = (await r.json()) as { timings?: { predicted_per_second?: number; predicted_n?: number } };
+  const rate = body.timings?.predicted_per_second;
+  if (typeof rate !== "number" || !(rate > 0))
+    throw new Error(`${root}/completion: no timings.predicted_per_second`);
+  if (body.timings?.predicted_n !== newTokens)
+    throw new Error(`${root}/completion: ${body.timings?.predicted_n} tokens generated, ${newTokens} asked`);
+  return rate;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

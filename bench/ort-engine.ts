@@ -52,6 +52,13 @@ export async function openOrtEngine(
       });
       return { seconds: last - first, ids: out.choices[0]!.tokenIds };
     },
+    async weightBytesRead() {
+      for (const s of Object.values(await engine.stats())) {
+        const packed = (s as { runtime?: { packedWeightBytes?: number } }).runtime?.packedWeightBytes;
+        if (packed) return packed;
+      }
+      return undefined;
+    },
     close: () => engine.close(),
   };
 }

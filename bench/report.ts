@@ -13,6 +13,8 @@ export interface EngineResult {
   /** Leading greedy ids identical to llama.cpp's at the same thread count. */
   agreesWithLlamaCpp?: number;
   notes: Record<string, unknown>;
+  /** With --roofline: bytes a decode step reads, the bandwidth probed before each run, the share. */
+  roofline?: { bytesPerToken: number; bandwidthBytesPerSecond: number; share: number };
 }
 
 function pad(cells: string[], widths: number[]): string {
@@ -27,6 +29,7 @@ export function markdownTable(results: readonly EngineResult[], newTokens: numbe
     "decode tok/s",
     `greedy ids = llama.cpp (of ${newTokens + 1})`,
     "other load (CPUs)",
+    ...(results.some((r) => r.roofline) ? ["roofline share (MB/token, GB/s)"] : []),
   ];
   const rows = results.map((r) => [
     r.engine,
@@ -35,6 +38,13 @@ export function markdownTable(results: readonly EngineResult[], newTokens: numbe
     r.decodeTokensPerSecond.toFixed(1),
     r.agreesWithLlamaCpp === undefined ? "-" : String(r.agreesWithLlamaCpp),
     r.worstForeignCpus === undefined ? "-" : r.worstForeignCpus.toFixed(2),
+    ...(results.some((x) => x.roofline)
+      ? [
+          r.roofline
+            ? `${r.roofline.share.toFixed(2)} (${(r.roofline.bytesPerToken / 1e6).toFixed(0)}, ${(r.roofline.bandwidthBytesPerSecond / 1e9).toFixed(1)})`
+            : "-",
+        ]
+      : []),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const rule = `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`;

@@ -2,7 +2,9 @@
 // quants as 64-byte chunks whose 32-bit lane o holds 4 consecutive quants of column o: the layout
 // VPDPBUSD multiplies by 4 broadcast int8 inputs. 8-bit quants take 8 chunks (chunk g: inputs
 // 4g..4g+3); 4-bit ones 4, chunk i holding inputs 8i..8i+3 in its low nibbles and 8i+4..8i+7 in
-// its high ones. Work items are output tiles; each runs its rows in groups of up to 8, so a
+// its high ones; 6-bit ones (8-bit quants that all lie within 32 of the zero point 128: GGUF's
+// Q6_K) the 4-bit chunks of their low nibbles, then 2 chunks of their top 2 bits, chunk 4 + h's
+// byte j of lane o holding in bits 2s..2s+1 those of input 4 (4h + s) + j. Work items are output tiles; each runs its rows in groups of up to 8, so a
 // tile's unpacked quants serve 8 rows from registers.
 #include "block-quant-matmul.h"
 
@@ -109,7 +111,7 @@ class QuantizedRows {
 // The dot product's starting value for a block's zero point 2^(Bits-1), over all 32 inputs.
 template <int Bits>
 inline int32_t StartOf(const BlockMeta& m) {
-  return Bits == 4 ? m.start4 : 16 * m.start4;
+  return (1 << (Bits - 4)) * m.start4;
 }
 // The same over the first 16 inputs (the second 16's is StartOf - LowStartOf).
 template <int Bits>
@@ -195,11 +197,22 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
     }
     __m512i quants[8];
-    if constexpr (Bits == 4) {
+    if constexpr (Bits == 4 || Bits == 6) {
       for (int i = 0; i < 4; i++) {
         const __m512i v = _mm512_load_si512(block + 64 * i);
         quants[2 * i] = _mm512_and_si512(v, lowNibbles);
         quants[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles);
+      }
+      if constexpr (Bits == 6) {
+        // Each group's top 2 bits, moved to bits 4-5 of its bytes (the shifts stay within them).
+        const __m512i topBits = _mm512_set1_epi8(0x30);
+        for (int h = 0; h < 2; h++) {
+          const __m512i v = _mm512_load_si512(block + 256 + 64 * h);
+          quants[4 * h] = _mm512_or_si512(quants[4 * h], _mm512_and_si512(_mm512_slli_epi16(v, 4), topBits));
+          quants[4 * h + 1] = _mm512_or_si512(quants[4 * h + 1], _mm512_and_si512(_mm512_slli_epi16(v, 2), topBits));
+          quants[4 * h + 2] = _mm512_or_si512(quants[4 * h + 2], _mm512_and_si512(v, topBits));
+          quants[4 * h + 3] = _mm512_or_si512(quants[4 * h + 3], _mm512_and_si512(_mm512_srli_epi16(v, 2), topBits));
+        }
       }
     } else {
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
@@ -340,6 +353,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
+  const __m256i twoBits = _mm256_set1_epi8(0x03);
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][kTile];
   for (int r = 0; r < R; r++)
@@ -352,7 +366,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
-    // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them. With scales per
+    // 8 and 6 bits: the low nibbles' sums, then the rest's (times 16) added to them. With scales per
     // 16 inputs, each half of the block (groups 0-3, 4-7) sums apart, from its own start.
     constexpr int kParts = Bits == 4 ? 1 : 2;
     constexpr int kHalves = Pairs ? 2 : 1;
@@ -366,8 +380,14 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
         const int half = Pairs ? g / 4 : 0;
         __m256i quants[2];
         for (int h = 0; h < 2; h++) {
-          const int chunk = Bits == 4 ? g / 2 : g;
-          const bool high = Bits == 4 ? g % 2 == 1 : part == 1;
+          if (Bits == 6 && part == 1) {
+            // The top 2 bits (their sums times 16, as an 8-bit quant's high nibble).
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + 64 * (g / 4) + 32 * h));
+            quants[h] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * (g % 4)), twoBits);
+            continue;
+          }
+          const int chunk = Bits == 8 ? g : g / 2;
+          const bool high = Bits == 8 ? part == 1 : g % 2 == 1;
           const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * chunk + 32 * h));
           quants[h] = _mm256_and_si256(high ? _mm256_srli_epi16(v, 4) : v, lowNibbles);
         }
@@ -428,7 +448,10 @@ int QuantAt(const uint8_t* block, int bits, int lane, int j) {
   if (bits == 8) return block[64 * (j / 4) + 4 * lane + j % 4];
   const int within = j % 8;
   const uint8_t byte = block[64 * (j / 8) + 4 * lane + within % 4];
-  return within < 4 ? (byte & 15) : (byte >> 4);
+  const int low = within < 4 ? (byte & 15) : (byte >> 4);
+  if (bits == 4) return low;
+  const int g = j / 4;
+  return low | ((block[256 + 64 * (g / 4) + 4 * lane + j % 4] >> (2 * (g % 4))) & 3) << 4;
 }
 
 
@@ -442,11 +465,12 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
         const uint8_t* block = w.block(tile, b);
         const int8_t* xq = reinterpret_cast<const int8_t*>(x.Block(row0, b)) + r * kBlock;
         const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
-        const int32_t start = w.bits() == 4 ? StartOf<4>(meta) : StartOf<8>(meta);
+        const int32_t start = w.bits() == 4 ? StartOf<4>(meta) : w.bits() == 6 ? StartOf<6>(meta) : StartOf<8>(meta);
         const float scale = w.MetaValue(tile, b, 0, lane);
         if (w.pairScales()) {
           // Each half with its own scale, the first half first (as the vector kernels).
-          const int32_t lowStart = w.bits() == 4 ? LowStartOf<4>(meta) : LowStartOf<8>(meta);
+          const int32_t lowStart =
+              w.bits() == 4 ? LowStartOf<4>(meta) : w.bits() == 6 ? LowStartOf<6>(meta) : LowStartOf<8>(meta);
           int32_t low = lowStart;
           int32_t high = start - lowStart;
           for (int j = 0; j < kBlock / 2; j++) low += QuantAt(block, w.bits(), lane, j) * xq[j];
@@ -483,9 +507,12 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
     }
   };
   using Four = std::integral_constant<int, 4>;
+  using Six = std::integral_constant<int, 6>;
   using Eight = std::integral_constant<int, 8>;
   if (w.bits() == 4)
     return w.hasOffsets() ? withHalf(Four{}, std::true_type{}) : withHalf(Four{}, std::false_type{});
+  if (w.bits() == 6)
+    return w.hasOffsets() ? withHalf(Six{}, std::true_type{}) : withHalf(Six{}, std::false_type{});
   return w.hasOffsets() ? withHalf(Eight{}, std::true_type{}) : withHalf(Eight{}, std::false_type{});
 }
 
@@ -588,6 +615,15 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
       for (int64_t c = 0; c < n; c++)
         if (offsets[2 * b * n + c] != offsets[(2 * b + 1) * n + c])
           return "offsets per 16 inputs differ within a block of 32";
+  // 8-bit quants within 32 of the zero point (GGUF's Q6_K, stored so by the converter) keep their
+  // low 6 bits, less 96: a quarter fewer bytes for a decode step to read, the same products.
+  const int inBits = bits;
+  if (bits == 8) {
+    const size_t count = static_cast<size_t>(n) * k;
+    bool six = true;
+    for (size_t i = 0; i < count && six; i++) six = quants[i] >= 96 && quants[i] < 160;
+    if (six) bits = 6;
+  }
   FreeWeights(data_);
   n_ = n;
   k_ = k;
@@ -659,7 +695,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   data_ = static_cast<uint8_t*>(AllocateWeights(bytes()));
   if (data_ == nullptr) return "out of memory packing the weights";
   tPackedBytes += bytes();
-  const int blockBytes = kBlock * bits / 8;
+  const int blockBytes = kBlock * inBits / 8;
   for (int t = 0; t < tiles(); t++)
     for (int b = 0; b < blocks(); b++) {
       uint8_t* tileData = data_ + static_cast<size_t>(t) * tileBytes_;
@@ -670,6 +706,12 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         for (int j = 0; j < kBlock; j++) {
           if (bits == 8) {
             block[64 * (j / 4) + 4 * lane + j % 4] = src[j];
+          } else if (bits == 6) {
+            const int q = src[j] - 96;
+            const int within = j % 8;
+            const int g = j / 4;
+            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
+            block[256 + 64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (g % 4)));
           } else {
             const int q = j % 2 == 0 ? (src[j / 2] & 15) : (src[j / 2] >> 4);
             const int within = j % 8;

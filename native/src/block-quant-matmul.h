@@ -102,6 +102,8 @@ class PackedBlockQuantWeight {
 
   int n() const { return n_; }
   int k() const { return k_; }
+  // 4 or 8 as given to Pack, or 6: 8-bit quants that all lie within 32 of the zero point 128
+  // (GGUF's Q6_K) are packed in 6 bits with zero point 32, giving the same products.
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
   // Whether scales come per 16 inputs (two a block).

@@ -120,8 +120,9 @@ describe.each([32, 64, 1, 4096])("alignment %i", (alignment) => {
       expect(info.fileOffset % alignment).toBe(0);
       expect(info.byteLength).toBe(input.data.length);
       expect(info.elementCount).toBe(input.dims.reduce((a, b) => a * b, 1));
-      expect(Buffer.compare(file.readTensorBytes(info), Buffer.from(input.data))).toBe(0);
-      expect(file.dequantize(info)).toEqual(dequantize(input.type, input.data, info.elementCount));
+      const data = input.data as Uint8Array;
+      expect(Buffer.compare(file.readTensorBytes(info), Buffer.from(data))).toBe(0);
+      expect(file.dequantize(info)).toEqual(dequantize(input.type, data, info.elementCount));
     });
     expect(file.tensor("missing")).toBeUndefined();
     expect(statSync(path).size % alignment).toBe(0);
@@ -196,5 +197,35 @@ describe("writer", () => {
       }),
     ).toThrow(/power of two/);
     expect(existsSync(join(dir, "bad.gguf"))).toBe(false);
+  });
+
+  it("makes lazy tensor bytes only when it writes them, and checks their length", () => {
+    const values = Float32Array.from({ length: 64 }, (_, i) => i / 8 - 4);
+    const made: string[] = [];
+    const lazy = (name: string, bytes: Uint8Array, length = bytes.length): GgufTensorInput => ({
+      name,
+      dims: [64],
+      type: G.F32,
+      data: {
+        length,
+        read: () => {
+          made.push(name);
+          return bytes;
+        },
+      },
+    });
+    const f32 = new Uint8Array(values.buffer);
+    const path = join(dir, "lazy.gguf");
+    writeGguf(path, { metadata: [], tensors: [lazy("a", f32), lazy("b", f32.slice().reverse())] });
+    expect(made).toEqual(["a", "b"]);
+    const g = openGguf(path);
+    expect(g.dequantize(g.tensor("a")!)).toEqual(values);
+    expect(Buffer.from(g.readTensorBytes(g.tensor("b")!))).toEqual(Buffer.from(f32.slice().reverse()));
+    g.close();
+    const short = lazy("c", f32.subarray(0, 128), 256);
+    expect(() => writeGguf(join(dir, "short.gguf"), { metadata: [], tensors: [short] })).toThrow(
+      /tensor c: promised 256 bytes, made 128/,
+    );
+    expect(existsSync(join(dir, "short.gguf"))).toBe(false);
   });
 });

@@ -66,10 +66,14 @@ function weight(
   scaleBlock: 16 | 32 = 32,
   k = K,
   fold = 0,
+  sixBit = false,
 ): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (k / 32);
-  const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () => Math.floor(next() * 256));
+  // sixBit: 8-bit quants within 32 of the zero point 128, as the converter stores Q6_K's.
+  const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () =>
+    sixBit ? 96 + Math.floor(next() * 64) : Math.floor(next() * 256),
+  );
   const perBlock = 32 / scaleBlock;
   // Factors per (column, super-block), redrawn at each super-block's first value.
   const perSuper = (k / 32) * perBlock;
@@ -108,7 +112,9 @@ function weight(
  */
 function packedBytes(w: NBitsWeight, meta: Meta): number {
   const blocks = w.k / 32;
-  const quantBytes = (16 * 32 * w.bits) / 8;
+  // 8-bit quants within 32 of the zero point are packed in 6 bits.
+  const bits = w.bits === 8 && w.data.every((q) => q >= 96 && q < 160) ? 6 : w.bits;
+  const quantBytes = (16 * 32 * bits) / 8;
   const values = 32 / w.blockSize + (w.offsets ? 1 : 0);
   if (meta === "coded") {
     // Super-blocks of 8 blocks: their quants, an int8 code per value, 16 half factors per kind.
@@ -336,6 +342,37 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       scaleBlock: 16,
       k: 512,
     },
+    // Q6_K's quants as the converter stores them (within 32 of 128): packed in 6 bits.
+    {
+      name: "Q6_K in 6 bits",
+      bits: 8,
+      offsets: false,
+      n: 200,
+      swiglu: false,
+      op: QUANT_MATMUL_OP,
+      scaleBlock: 16,
+      k: 512,
+      sixBit: true,
+    },
+    {
+      name: "6-bit + SwiGLU",
+      bits: 8,
+      offsets: false,
+      n: 256,
+      swiglu: true,
+      op: QUANT_MATMUL_SWIGLU_OP,
+      scaleBlock: 16,
+      sixBit: true,
+    },
+    {
+      name: "6-bit with offsets",
+      bits: 8,
+      offsets: true,
+      n: 200,
+      swiglu: false,
+      op: QUANT_MATMUL_OFFSET_OP,
+      sixBit: true,
+    },
   ] as const;
   for (const [i, c] of cases.entries())
     for (const meta of "k" in c ? (["coded"] as const) : (["float", "half"] as const))
@@ -351,6 +388,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           "scaleBlock" in c ? c.scaleBlock : 32,
           k,
           "fold" in c ? c.fold : 0,
+          "sixBit" in c && c.sixBit,
         );
         const half = meta !== "float";
         const path = writeGraph(dir, `g${i}`, w, swiglu);

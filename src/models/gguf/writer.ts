@@ -13,8 +13,25 @@ export interface GgufTensorInput {
   /** ggml order: dims[0] is the fastest-varying. */
   dims: number[];
   type: GgmlTypeId;
-  /** Exactly the tensor's encoded bytes. */
-  data: Uint8Array;
+  /** Exactly the tensor's encoded bytes, or how to make them when the writer reaches the tensor. */
+  data: Uint8Array | LazyTensorBytes;
+}
+
+/**
+ * Bytes made only when written, so a file larger than memory (a multi-GB synthetic model) holds
+ * one tensor at a time; `read` must return exactly `length` bytes.
+ */
+export interface LazyTensorBytes {
+  length: number;
+  read(): Uint8Array;
+}
+
+function bytesOf(t: GgufTensorInput): Uint8Array {
+  if (t.data instanceof Uint8Array) return t.data;
+  const bytes = t.data.read();
+  if (bytes.length !== t.data.length)
+    throw new Error(`tensor ${t.name}: promised ${t.data.length} bytes, made ${bytes.length}`);
+  return bytes;
 }
 
 export interface GgufWriteOptions {
@@ -51,7 +68,7 @@ export function writeGguf(path: string, options: GgufWriteOptions): void {
     options.tensors.forEach((t, i) => {
       const offset = layout.offsets[i]!;
       if (offset > written) writeAll(fd, new Uint8Array(offset - written));
-      writeAll(fd, t.data);
+      writeAll(fd, bytesOf(t));
       written = offset + t.data.length;
     });
     if (layout.dataLength > written) writeAll(fd, new Uint8Array(layout.dataLength - written));
@@ -70,7 +87,7 @@ export function encodeGguf(options: GgufWriteOptions): Buffer {
   const out = Buffer.alloc(layout.header.length + layout.dataLength);
   layout.header.copy(out, 0);
   options.tensors.forEach((t, i) => {
-    out.set(t.data, layout.header.length + layout.offsets[i]!);
+    out.set(bytesOf(t), layout.header.length + layout.offsets[i]!);
   });
   return out;
 }
