@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { readModelConfig } from "../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../src/core/model/model-files.ts";
 import { openGguf } from "../src/models/gguf/reader.ts";
+import { sourceGguf } from "../src/models/source-gguf.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
 import { readBandwidth } from "./bandwidth.ts";
 import { runUndisturbed } from "./contention.ts";
@@ -30,7 +31,6 @@ import { openOrtEngine } from "./ort-engine.ts";
 import { benchPrompt } from "./prompt.ts";
 import { type EngineResult, markdownTable } from "./report.ts";
 import { bytesPerToken, type DecodeReads, meanDecodeContext, rooflineShare } from "./roofline.ts";
-import { sourceGguf } from "./source-gguf.ts";
 import { agreeingPrefix, median, nowSeconds } from "./stats.ts";
 
 const ENGINES = ["ort-q4", "ort-fp32", "llama.cpp"] as const;

@@ -11,7 +11,7 @@
  * client runs on the engine's cores.
  *
  * Any installed model: `--model <name>` (default SmolLM2-135M) under `--models-dir`; llama.cpp runs
- * the GGUF the model was converted from (bench/source-gguf.ts, or `--gguf`). With
+ * the GGUF the model was converted from (src/models/source-gguf.ts, or `--gguf`). With
  * `--ik-llama-server <binary>`, ik_llama.cpp's server (`-rtr`) joins llama-server as a peer.
  *
  *   node bench/targets.ts [--runs 3] [--threads 2] [--out bench/results] [--json] [--skip-llama-server]
@@ -27,6 +27,7 @@ import { cacheRowElements } from "../src/core/runner/kv-slots.ts";
 import { loadTransformersTokenizer } from "../src/core/runner/tokenizer.ts";
 import type { KvCacheDtypeSetting } from "../src/core/types.ts";
 import { Engine, type GenerateRequest } from "../src/engine/engine.ts";
+import { sourceGguf } from "../src/models/source-gguf.ts";
 import { ggufCacheDir, modelsDir } from "../src/util/paths.ts";
 import { lineChart } from "../src/util/svg-chart.ts";
 import { startServerProcess } from "../test/e2e/server-process.ts";
@@ -38,7 +39,6 @@ import { ensureLlamaServer, serverDecodeRate, startLlamaServer } from "./llama-s
 import { benchPrompt } from "./prompt.ts";
 import { bytesPerToken, type DecodeReads, meanDecodeContext, rooflineShare } from "./roofline.ts";
 import { openLlamaServing } from "./serving-llama.ts";
-import { sourceGguf } from "./source-gguf.ts";
 import { median, nowSeconds } from "./stats.ts";
 import { timed } from "./timed-request.ts";
 

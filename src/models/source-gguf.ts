@@ -5,7 +5,7 @@
  * GGUF cache, a hub file in the hub cache, a local file where it was. It is the right file only if
  * its SHA-256 is the one the conversion stamp recorded.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cacheDir, ggufCacheDir } from "../util/paths.ts";
 import { readStamp } from "./convert/conversion-stamp.ts";
@@ -42,17 +42,30 @@ export function recordedGgufPath(modelDir: string, env: NodeJS.ProcessEnv = proc
 }
 
 /**
- * The model's source GGUF, verified against its conversion stamp; a clear error saying what is
- * missing otherwise (`ortserve pull <name>` fetches it again).
+ * The model's source GGUF, verified against its conversion stamp: where its ortserve.json says,
+ * else (a model made by `ortserve convert` records no source) the GGUF in `searchDir` with the
+ * stamp's SHA-256, a few seconds per GB hashed. A clear error saying what is missing otherwise.
  */
-export async function sourceGguf(modelDir: string): Promise<string> {
-  const path = recordedGgufPath(modelDir);
-  if (!path) throw new Error(`${modelDir}: its ${MODEL_META_FILE} names no source GGUF`);
-  if (!existsSync(path)) throw new Error(`${modelDir}: its source GGUF ${path} is not on disk`);
+export async function sourceGguf(modelDir: string, searchDir: string = ggufCacheDir()): Promise<string> {
   const want = (await readStamp(modelDir))?.gguf_sha256;
-  if (!want) throw new Error(`${modelDir}: no conversion stamp records its GGUF's SHA-256`);
-  const got = await sha256File(path);
-  if (got !== want)
-    throw new Error(`${path} is not the file ${modelDir} was converted from (SHA-256 ${got})`);
-  return path;
+  if (!want)
+    throw new Error(`${modelDir}: no conversion stamp (onnx/.converted.json) records its GGUF's SHA-256`);
+  const path = recordedGgufPath(modelDir);
+  if (path && existsSync(path)) {
+    const got = await sha256File(path);
+    if (got !== want)
+      throw new Error(`${path} is not the file ${modelDir} was converted from (SHA-256 ${got})`);
+    return path;
+  }
+  const candidates = existsSync(searchDir)
+    ? readdirSync(searchDir)
+        .filter((f) => f.endsWith(".gguf"))
+        .map((f) => join(searchDir, f))
+        .filter((p) => statSync(p).isFile())
+    : [];
+  for (const candidate of candidates) if ((await sha256File(candidate)) === want) return candidate;
+  const recorded = path ? ` (recorded at ${path})` : "";
+  throw new Error(
+    `${modelDir} was converted from a GGUF with SHA-256 ${want}${recorded}; no such file in ${searchDir}: fetch it again or pass --gguf <file>`,
+  );
 }

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { vectorInstructionSets } from "../../bench/cpu-flags.ts";
 import { bytesPerToken, meanDecodeContext, rooflineShare } from "../../bench/roofline.ts";
-import { sourceGguf } from "../../bench/source-gguf.ts";
 import { sha256File } from "../../src/models/fetch/digest.ts";
+import { sourceGguf } from "../../src/models/source-gguf.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ortserve-harness-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,7 +34,7 @@ describe("sourceGguf", () => {
 
   it("says which hash it looked for when no file has it, and when there is no stamp", async () => {
     await expect(sourceGguf(stampedModel("gone", "0".repeat(64)), ggufs)).rejects.toThrow(
-      /SHA-256 0{64}; no such file in .*: pass --gguf/,
+      /SHA-256 0{64}; no such file in .*--gguf/,
     );
     const bare = join(dir, "models", "bare");
     mkdirSync(bare, { recursive: true });

@@ -51,12 +51,12 @@ describe("an installed model's source GGUF", () => {
       join(dir, "ortserve.json"),
       JSON.stringify({ id: "m", source: { kind: "file", path: file } }),
     );
-    await expect(sourceGguf(dir)).rejects.toThrow(/not on disk/);
-    writeFileSync(file, bytes);
-    await expect(sourceGguf(dir)).rejects.toThrow(/no conversion stamp/);
+    await expect(sourceGguf(dir, root)).rejects.toThrow(/no conversion stamp/);
     await writeStamp(dir, stamp(sha));
-    expect(await sourceGguf(dir)).toBe(file);
+    await expect(sourceGguf(dir, join(root, "empty"))).rejects.toThrow(/no such file in .*--gguf/);
+    writeFileSync(file, bytes);
+    expect(await sourceGguf(dir, join(root, "empty"))).toBe(file);
     writeFileSync(file, "another file");
-    await expect(sourceGguf(dir)).rejects.toThrow(/is not the file/);
+    await expect(sourceGguf(dir, join(root, "empty"))).rejects.toThrow(/is not the file/);
   });
 });
