@@ -59,12 +59,33 @@ function kvBytesPerToken(text: string): number {
   return Number(m[1]);
 }
 
-export function judge(peakRssBytes: number, packedWeightBytes: number, kvBudgetBytes: number): ServeMemory {
+/**
+ * A running server's peak so far against its packed weights and KV budget, from its /metrics and
+ * /proc/<pid>/status. `maxNumSeqs` and `maxModelLen` are what it was started with (the model's own
+ * limit applied); the prefix cache's budget is the engine's default. Throws when the projections
+ * are not BlockQuantMatMul's (nothing reports packed bytes then).
+ */
+export async function serveMemory(
+  url: string,
+  pid: number,
+  budget: { maxNumSeqs: number; maxModelLen: number },
+): Promise<ServeMemory & { kvBytesPerToken: number; kvCacheBytesHeld: number | undefined }> {
+  const peakRssBytes = residentMemory(pid).peak;
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const packedWeightBytes = metric(metrics, "ortserve_packed_weight_bytes");
+  if (packedWeightBytes === undefined)
+    throw new Error(
+      "/metrics has no ortserve_packed_weight_bytes: this model's projections are not BlockQuantMatMul's",
+    );
+  const perToken = kvBytesPerToken(metrics);
+  const kvBudgetBytes = budget.maxNumSeqs * budget.maxModelLen * perToken + ENGINE_DEFAULTS.prefixCacheBytes;
   return {
     packedWeightBytes,
     kvBudgetBytes,
     peakRssBytes,
     ratio: peakRssBytes / (packedWeightBytes + kvBudgetBytes),
+    kvBytesPerToken: perToken,
+    kvCacheBytesHeld: metric(metrics, "ortserve_kv_cache_bytes"),
   };
 }
 
@@ -115,6 +136,9 @@ async function main(): Promise<void> {
       `${maxNumSeqs}`,
       "--max-model-len",
       `${maxModelLen}`,
+      // A 7B shape on two shared cores may take longer than the default 10 minutes.
+      "--request-timeout-s",
+      "0",
     ],
   });
   const pid = server.child.pid!;
@@ -122,12 +146,15 @@ async function main(): Promise<void> {
     const listening = residentMemory(pid);
     log(`listening: peak ${mib(listening.peak)} MiB`);
     const t0 = performance.now();
+    // The model loads on its first request.
     const first = await httpLoad({
       baseURL: `${server.url}/v1`,
       apiKey,
       model,
       prompts: prompts.slice(0, 1),
       maxTokens: 8,
+      // node:http waits for the headers as long as loading takes (fetch gives up at 5 minutes).
+      minimal: true,
     });
     const loaded = residentMemory(pid);
     log(
@@ -143,18 +170,12 @@ async function main(): Promise<void> {
         prompts: prompts.slice(0, streams),
         maxTokens,
         extraBody: (i) => ({ cache_salt: `serve-memory-${i}` }),
+        minimal: true,
       });
       log(`${streams} streams: ${load.tokensPerSecond.toFixed(1)} tok/s`);
     }
     const served = residentMemory(pid);
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    const packed = metric(metrics, "ortserve_packed_weight_bytes");
-    if (packed === undefined)
-      throw new Error(
-        "/metrics has no ortserve_packed_weight_bytes: this model's projections are not BlockQuantMatMul's",
-      );
-    const kvBudget = maxNumSeqs * maxModelLen * kvBytesPerToken(metrics) + ENGINE_DEFAULTS.prefixCacheBytes;
-    const result = judge(served.peak, packed, kvBudget);
+    const result = await serveMemory(server.url, pid, { maxNumSeqs, maxModelLen });
     const report = {
       machine: {
         cpu: cpus()[0]?.model,
@@ -166,8 +187,6 @@ async function main(): Promise<void> {
       maxTokens,
       maxNumSeqs,
       maxModelLen,
-      kvBytesPerToken: kvBytesPerToken(metrics),
-      kvCacheBytesHeld: metric(metrics, "ortserve_kv_cache_bytes"),
       stages: { listening, loaded, served },
       tokensPerSecond: load?.tokensPerSecond,
       ...result,
@@ -180,9 +199,10 @@ async function main(): Promise<void> {
     }
     console.log(
       `${model} on ${report.machine.cpu} (${report.machine.instructionSets.join(" ")}): peak RSS ` +
-        `${mib(result.peakRssBytes)} MiB; packed weights ${mib(packed)} MiB + KV budget ${mib(kvBudget)} MiB ` +
-        `(${maxNumSeqs} x ${maxModelLen} positions x ${report.kvBytesPerToken} B + ` +
-        `${mib(ENGINE_DEFAULTS.prefixCacheBytes)} MiB prefix cache) = ${mib(packed + kvBudget)} MiB; ` +
+        `${mib(result.peakRssBytes)} MiB; packed weights ${mib(result.packedWeightBytes)} MiB + KV budget ` +
+        `${mib(result.kvBudgetBytes)} MiB (${maxNumSeqs} x ${maxModelLen} positions x ${result.kvBytesPerToken} B + ` +
+        `${mib(ENGINE_DEFAULTS.prefixCacheBytes)} MiB prefix cache) = ` +
+        `${mib(result.packedWeightBytes + result.kvBudgetBytes)} MiB; ` +
         `ratio ${result.ratio.toFixed(2)} (limit ${limit}: ${report.met ? "met" : "not met"})`,
     );
   } finally {
