@@ -127,7 +127,7 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
   // Packed: the initializers' pages are not read again (file-pages.h).
   // Debt: a matrix's file pages are all resident beside its packed copy until it is packed, so
   // loading peaks over the final resident set by the largest matrix (the output head: 0.3 GB on
-  // Qwen2.5-1.5B, 0.7 GB on a 7B shape); Pack could give them back tile by tile.
+  // Qwen2.5-1.5B, 0.6 GB on a 7B shape); Pack could give them back tile by tile.
   const size_t quantBytes = static_cast<size_t>(rows * blocks * quants.dims[2]);
   DropFilePages(quants.data, quantBytes);
   DropFilePages(scales.data, static_cast<size_t>(scaleCount) * sizeof(float));
