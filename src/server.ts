@@ -201,7 +201,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           cache_dtype: s.kvCacheDtype,
           bytes_per_token: String(s.kvBytesPerToken),
         });
-        const { attention, projections, projectionKernel } = s.runtime;
+        const { attention, projections, projectionKernel, packedWeightBytes } = s.runtime;
+        if (packedWeightBytes) metrics.packedWeightBytes.set(packedWeightBytes, { engine });
         metrics.runtimeInfo.set(1, {
           engine,
           attention,

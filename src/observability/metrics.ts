@@ -70,6 +70,7 @@ export class Metrics {
   readonly kvCacheUsedBytes = new Gauge();
   readonly cacheConfig = new Gauge();
   readonly runtimeInfo = new Gauge();
+  readonly packedWeightBytes = new Gauge();
   readonly inFlight = new Gauge();
   readonly templateRenders = new Counter();
   readonly admissionWaiting = new Gauge();
@@ -157,6 +158,11 @@ export class Metrics {
       "ortserve_runtime_info",
       "What computes each engine's model, in its labels (attention: ortserve or onnxruntime; projections: ortserve.BlockQuantMatMul, MatMulNBits or MatMul; projection_kernel: the instruction set of ortserve's kernel, avx512-vnni or avx2); the value is 1.",
       this.runtimeInfo,
+    );
+    gauge(
+      "ortserve_packed_weight_bytes",
+      "Bytes of the projections' weights as ortserve.BlockQuantMatMul packed them (what every decode step reads; the model's resident weights), per engine; absent where ONNX Runtime's MatMulNBits or MatMul runs.",
+      this.packedWeightBytes,
     );
     gauge("ortserve_requests_in_flight", "HTTP requests being served.", this.inFlight);
     counter(

@@ -81,6 +81,12 @@ describe.skipIf(!haveDefaultModel || !nativeSessions)("serve --kv-cache-dtype in
     if (nativeSessions!.blockQuantMatMul) {
       expect(runtime).toContain('projections="ortserve.BlockQuantMatMul"');
       expect(runtime).toContain(`projection_kernel="${kernel}"`);
-    } else expect(runtime).toContain('projections="MatMulNBits"');
+      // The packed weights' bytes: what the resident weights are once the file's pages are given back.
+      const packed = metrics.split("\n").find((l) => l.startsWith("ortserve_packed_weight_bytes{"));
+      expect(Number(packed?.split(" ").at(-1))).toBeGreaterThan(0);
+    } else {
+      expect(runtime).toContain('projections="MatMulNBits"');
+      expect(metrics).not.toContain("ortserve_packed_weight_bytes{");
+    }
   });
 });

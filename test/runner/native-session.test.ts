@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InferenceSession, Tensor } from "onnxruntime-node";
@@ -35,6 +35,30 @@ function ortInferenceSession(path: string): Promise<InferenceSession> {
 /** The same, as the runner takes it. */
 async function ortSession(path: string): Promise<OrtDecoderSession> {
   return new OrtDecoderSession(await ortInferenceSession(path));
+}
+
+/** This process's mappings of `path`: where each starts, its size and its resident bytes (/proc/self/smaps). */
+function dataMappings(path: string): { start: string; bytes: number; residentBytes: number }[] {
+  const maps: { start: string; bytes: number; residentBytes: number }[] = [];
+  let current: (typeof maps)[number] | undefined;
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      current =
+        header[3] === path
+          ? {
+              start: header[1]!,
+              bytes: Number.parseInt(header[2]!, 16) - Number.parseInt(header[1]!, 16),
+              residentBytes: 0,
+            }
+          : undefined;
+      if (current) maps.push(current);
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && current) current.residentBytes = Number(rss[1]) * 1024;
+  }
+  return maps;
 }
 
 function bytes(a: ArrayBufferView): Buffer {
@@ -476,6 +500,43 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
       );
       expect(runs).toBeGreaterThan(12);
     });
+
+    it.skipIf(!nativeSessions?.blockQuantMatMul || process.platform !== "linux")(
+      "gives back the pages of the external data it packed: the file's mappings stay mostly unresident",
+      async () => {
+        const data = `${weightPath(MODEL_DIR, "q4")}_data`;
+        const before = new Set(dataMappings(data).map((m) => m.start));
+        const packed = nativeSessions!.create(weightPath(MODEL_DIR, "q4"), {
+          intraOpThreads: THREADS,
+          interOpThreads: 1,
+          cachedAttention: true,
+        });
+        try {
+          expect(packed.packedWeightBytes).toBeGreaterThan(0);
+          // This session's own mappings of the file (onnxruntime-node's session above has its own).
+          const mine = dataMappings(data).filter((m) => !before.has(m.start));
+          const mapped = mine.reduce((n, m) => n + m.bytes, 0);
+          const resident = mine.reduce((n, m) => n + m.residentBytes, 0);
+          // The packed projections are most of the file; what stays is the embedding rows and
+          // norms read so far, and the pages each tensor shares with its neighbours.
+          expect(mapped).toBeGreaterThan(packed.packedWeightBytes / 2);
+          expect(resident).toBeLessThan(0.1 * mapped);
+          // The session still computes: the pages come back from the file when read.
+          const c = config();
+          const runner = new BatchRunner(
+            packed,
+            new KvSlots(
+              { layers: c.numLayers, kvHeads: c.numKvHeads, headDim: c.headDim },
+              { maxRows: 1, maxPositions: 64, dtype: kvDtypeOf(packed) },
+            ),
+          );
+          const { logits } = await runner.prefill(0, prompts[0]!, 0);
+          expect(logits.every(Number.isFinite) && logits.some((x) => x !== 0)).toBe(true);
+        } finally {
+          await packed.release();
+        }
+      },
+    );
 
     it.skipIf(!hasModel("fp32"))(
       "ortserve's attention kernel matches GroupQueryAttention to float rounding over a long context (fp32)",
