@@ -95,8 +95,28 @@ export async function ensureLlamaServer(): Promise<string> {
   }
   const srcRoot = join(dir, `llama_cpp_python-${LLAMA_CPP_PYTHON_VERSION}`);
   if (!existsSync(srcRoot)) await run("tar", ["xzf", sdist, "-C", dir]);
-  const src = join(srcRoot, "vendor", "llama.cpp");
-  const build = join(dir, "build");
+  await buildServerTarget(join(srcRoot, "vendor", "llama.cpp"), join(dir, "build"), binary);
+  // Keep only the binary and the sdist.
+  for (const entry of await readdir(dir))
+    if (entry !== "llama-server" && entry !== SDIST)
+      await rm(join(dir, entry), { recursive: true, force: true });
+  log(`llama-server: built ${binary}`);
+  return binary;
+}
+
+/**
+ * Configures and builds a llama.cpp source tree's `llama-server` target (Release, native CPU flags,
+ * static, CURL off) and copies the binary to `binary`. ik_llama.cpp's tree builds the same way, with
+ * its server under examples/ (`-DLLAMA_BUILD_EXAMPLES=ON`).
+ */
+export async function buildServerTarget(
+  src: string,
+  build: string,
+  binary: string,
+  /** Appended after the common flags, so they override them. */
+  extraFlags: string[] = [],
+): Promise<void> {
+  await ensureToolchain();
   log(`llama-server: configuring ${src}`);
   await run("cmake", [
     "-S",
@@ -111,17 +131,12 @@ export async function ensureLlamaServer(): Promise<string> {
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON",
+    ...extraFlags,
   ]);
   log("llama-server: building (about 10-15 minutes on 2 cores)");
   await run("cmake", ["--build", build, "--config", "Release", "--target", "llama-server", "-j", "2"]);
   await copyFile(join(build, "bin", "llama-server"), `${binary}.tmp`);
   await rename(`${binary}.tmp`, binary);
-  // Keep only the binary and the sdist.
-  for (const entry of await readdir(dir))
-    if (entry !== "llama-server" && entry !== SDIST)
-      await rm(join(dir, entry), { recursive: true, force: true });
-  log(`llama-server: built ${binary}`);
-  return binary;
 }
 
 async function freePort(): Promise<number> {

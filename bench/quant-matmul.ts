@@ -6,8 +6,11 @@
  * super-block scales) gate/up, and Q6_K-like (8-bit quants within 32 of 128, scales per 16) down
  * projection and a slice of the output head.
  *
- *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200]
+ *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200] [--cold] [--only Q6_K]
  *
+ * `--cold` runs copies of each weight, one after another, adding up to more than the last-level
+ * cache (1 GB), so the weights stream from memory as a whole model's do in a decode step: the
+ * figure to set beside bench/bandwidth.ts's read bandwidth.
  * `--root` loads another tree's native session and graph code (A/B two builds in one sitting).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -20,6 +23,8 @@ const { values } = parseArgs({
     root: { type: "string", default: resolve(new URL(".", import.meta.url).pathname, "..") },
     threads: { type: "string", default: "2" },
     reps: { type: "string", default: "200" },
+    cold: { type: "boolean", default: false },
+    only: { type: "string" },
   },
 });
 const root = resolve(values.root);
@@ -72,7 +77,8 @@ function weight(c: Case) {
   return { bits: c.bits, blockSize: c.scaleBlock, n: c.n, k: c.k, data, scales, offsets };
 }
 
-function writeGraph(dir: string, c: Case): string {
+/** The graph of `copies` projections of x by the same weight values, outputs y0, y1, … */
+function writeGraph(dir: string, c: Case, copies: number): string {
   const w = weight(c);
   const F = OnnxDataType.FLOAT;
   const external = new ExternalDataFile(join(dir, `${c.bits}-${c.n}.onnx_data`));
@@ -80,22 +86,24 @@ function writeGraph(dir: string, c: Case): string {
   const x = g.input("x", F, ["rows", c.k]);
   const blocks = c.k / c.scaleBlock;
   const stored = w.offsets ? withBlockSumRows(w) : w;
-  const data = g.initializer(
-    "qweight",
-    OnnxDataType.UINT8,
-    [stored.n, blocks, (c.scaleBlock * c.bits) / 8],
-    stored.data,
-  );
-  const scales = g.initializer("scales", F, [stored.n, blocks], stored.scales);
   const attrs = { K: c.k, N: stored.n, bits: c.bits, block_size: c.scaleBlock, accuracy_level: 4 };
-  if (!w.offsets) g.node("MatMulNBits", [x, data, scales], ["y"], attrs, "com.microsoft");
-  else {
-    const both = g.op("MatMulNBits", [x, data, scales], "both", attrs, "com.microsoft");
-    const [y, sums] = g.node("Split", [both, g.int64s([c.n, blocks])], ["p", "sums"], { axis: -1 });
-    const offsets = g.initializer("offsets", F, [blocks, c.n], offsetMatrix(w));
-    g.node("Add", [y!, g.op("MatMul", [sums!, offsets], "corr")], ["y"]);
+  for (let i = 0; i < copies; i++) {
+    const data = g.initializer(
+      `qweight${i}`,
+      OnnxDataType.UINT8,
+      [stored.n, blocks, (c.scaleBlock * c.bits) / 8],
+      stored.data,
+    );
+    const scales = g.initializer(`scales${i}`, F, [stored.n, blocks], stored.scales);
+    if (!w.offsets) g.node("MatMulNBits", [x, data, scales], [`y${i}`], attrs, "com.microsoft");
+    else {
+      const both = g.op("MatMulNBits", [x, data, scales], `both${i}`, attrs, "com.microsoft");
+      const [y, sums] = g.node("Split", [both, g.int64s([c.n, blocks])], [`p${i}`, `sums${i}`], { axis: -1 });
+      const offsets = g.initializer(`offsets${i}`, F, [blocks, c.n], offsetMatrix(w));
+      g.node("Add", [y!, g.op("MatMul", [sums!, offsets], `corr${i}`)], [`y${i}`]);
+    }
+    g.output(`y${i}`, F, ["rows", c.n]);
   }
-  g.output("y", F, ["rows", c.n]);
   external.close();
   const path = join(dir, `${c.bits}-${c.n}.onnx`);
   writeFileSync(path, g.encode({ producerVersion: "bench" }));
@@ -104,26 +112,29 @@ function writeGraph(dir: string, c: Case): string {
 
 const dir = mkdtempSync(join(tmpdir(), "ortserve-quant-matmul-bench-"));
 try {
-  for (const c of CASES) {
-    const session = nativeSessions.create(writeGraph(dir, c), {
+  for (const c of CASES.filter((c) => !values.only || c.name.startsWith(values.only))) {
+    // Q4_K's 4.5 bits and Q6_K's 6.5 a weight, roughly: enough copies for 1 GB when cold.
+    const copies = values.cold ? Math.ceil(1e9 / ((c.n * c.k * (c.bits === 4 ? 4.5 : 6.5)) / 8)) : 1;
+    const session = nativeSessions.create(writeGraph(dir, c, copies), {
       intraOpThreads: Number(values.threads),
       interOpThreads: 1,
       cachedAttention: true,
     });
     const x = Float32Array.from({ length: c.k }, () => next() - 0.5);
     const feeds = { x: new Tensor("float32", x, [1, c.k]) };
-    for (let i = 0; i < 10; i++) await session.run(feeds);
+    const fetches = Object.fromEntries(Array.from({ length: copies }, (_, i) => [`y${i}`, null]));
+    for (let i = 0; i < 10; i++) await session.run(feeds, fetches);
     const times: number[] = [];
     for (let i = 0; i < Number(values.reps); i++) {
       const t0 = process.hrtime.bigint();
-      await session.run(feeds);
+      await session.run(feeds, fetches);
       times.push(Number(process.hrtime.bigint() - t0) / 1e3);
     }
     times.sort((a, b) => a - b);
     const best = times[0]!;
     const bytes = session.packedWeightBytes as number;
     console.log(
-      `${c.name}: ${(bytes / 1e6).toFixed(1)} MB packed, best ${best.toFixed(0)} µs ` +
+      `${c.name}${copies > 1 ? ` x${copies}` : ""}: ${(bytes / 1e6).toFixed(1)} MB packed, best ${best.toFixed(0)} µs ` +
         `(${(bytes / best / 1e3).toFixed(1)} GB/s), median ${times[times.length >> 1]!.toFixed(0)} µs`,
     );
     await session.release();
