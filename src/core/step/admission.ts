@@ -20,6 +20,8 @@ import { checkAgainstConfig } from "./config-checks.ts";
 import type { TokenConstraint } from "./constrain.ts";
 import { promptEcho } from "./prompt-echo.ts";
 import { Sequence } from "./sequence.ts";
+import { ThinkBlock, type ThinkBudget } from "./think-block.ts";
+import { ThinkBudgetConstraint } from "./think-budget-constraint.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
 export interface PromptTokenizer {
@@ -42,6 +44,8 @@ export interface PreparedPrompt {
   maxTokens: number;
   /** bad_words as token id sequences. */
   bannedWords: number[][];
+  /** The thinking budget with its close text tokenized. */
+  thinkBudget?: ThinkBudget;
 }
 
 /**
@@ -60,7 +64,27 @@ export async function prepare(req: EngineRequest, ctx: AdmissionContext): Promis
   if (keep !== undefined && ids.length > keep) ids = ids.slice(ids.length - keep);
   const { promptIds: kept, maxTokens } = fitPrompt(req, ids, ctx.config.maxModelLen);
   const bannedWords = await badWordsTokenIds(req.sampling.badWords ?? [], ctx.tokenize);
-  return { promptIds: kept, maxTokens, bannedWords };
+  return { promptIds: kept, maxTokens, bannedWords, thinkBudget: thinkBudget(req, ctx) };
+}
+
+/** The request's thinking budget with its close text as token ids (beam search takes none). */
+function thinkBudget(req: EngineRequest, ctx: AdmissionContext): ThinkBudget | undefined {
+  const budget = req.reasoning?.budget;
+  if (!budget) return undefined;
+  if (req.useBeamSearch)
+    throw new RequestError(
+      "invalid_request",
+      "a thinking budget cannot be held with beam search",
+      "thinking_token_budget",
+    );
+  const closeIds = ctx.tokenize.encode(budget.closeText, false);
+  if (closeIds.length === 0)
+    throw new RequestError(
+      "invalid_request",
+      "the think block's close text has no tokens",
+      "thinking_token_budget",
+    );
+  return { tokens: budget.tokens, closeIds };
 }
 
 export function admit(
@@ -93,7 +117,7 @@ export function admit(
   if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx, constraints);
-  else active.sequences = choices(active, ctx, prepared.bannedWords, constraints);
+  else active.sequences = choices(active, ctx, prepared, constraints);
   return active;
 }
 
@@ -232,20 +256,26 @@ async function badWordsTokenIds(words: readonly string[], tokenize: PromptTokeni
 function choices(
   a: ActiveRequest,
   ctx: AdmissionContext,
-  banned: number[][],
+  prepared: PreparedPrompt,
   constraints?: TokenConstraint[],
 ): Sequence[] {
   const r = a.req;
+  const banned = prepared.bannedWords;
   const { model, tokenize } = ctx;
   const { logitBias, badWords: _badWords, seed, ...sampling } = r.sampling;
   const baseSeed = seed ?? randomSeed();
   const eos = new Set(model.eosTokenIds);
   // Jump-forward needs a constraint; forced tokens are not sampled, so they have no logprobs to give.
   const encode =
-    ctx.config.jumpForward && constraints && r.logprobs === undefined
+    ctx.config.jumpForward && r.constraint && constraints && r.logprobs === undefined
       ? (text: string) => tokenize.encode(text, false)
       : undefined;
   return Array.from({ length: r.n }, (_, i) => {
+    const think = r.reasoning && new ThinkBlock(r.reasoning.opened, prepared.thinkBudget);
+    const own = constraints?.[i];
+    // A budget forces its close through the constraint stage's mask.
+    const constraint =
+      think && prepared.thinkBudget ? new ThinkBudgetConstraint(think, model.vocabSize, own) : own;
     const sampler = new SequenceSampler(
       {
         ...sampling,
@@ -282,8 +312,9 @@ function choices(
         wantLogprobs: r.logprobs !== undefined,
       },
       a.promptIds.length,
-      constraints?.[i],
+      constraint,
       encode,
+      think,
     );
   });
 }
