@@ -17,6 +17,7 @@ import {
 } from "../errors.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
+import { type InputItemList, listInputItems, withItemIds } from "../protocol/responses/input-items.ts";
 import { type InputItem, outputAsInput } from "../protocol/responses/items.ts";
 import {
   inResponsesTerms,
@@ -115,7 +116,7 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
       await this.store.save({
         id: response.id,
         keyId: req.keyId,
-        input: req.conversation,
+        input: withItemIds(req.conversation),
         response: response as unknown as Record<string, unknown>,
       });
     } catch (err) {
@@ -202,9 +203,16 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
   }
 
   /**
-   * `GET /v1/responses/{id}`: a stored response of the caller's key.
-   * Debt: `GET /v1/responses/{id}/input_items` (the SDK's responses.inputItems.list) is not served.
+   * `GET /v1/responses/{id}/input_items`: the conversation a stored response of the caller's key
+   * answered, as OpenAI's item list. (A row stored without item ids gets new ones at each read.)
    */
+  inputItems(id: string, caller: Caller | undefined, query: Record<string, unknown>): InputItemList {
+    const stored = this.store.get(id, keyOf(caller));
+    if (!stored) throw responseNotFound(id);
+    return listInputItems(withItemIds(stored.input as InputItem[]), query);
+  }
+
+  /** `GET /v1/responses/{id}`: a stored response of the caller's key. */
   retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): ResponseObject {
     const asked = Object.keys(query)[0];
     if (asked !== undefined)

@@ -102,7 +102,7 @@ export interface ResponseMeta {
 }
 
 /** OpenAI's id shapes: a prefix and 48 hex digits. */
-export function newId(prefix: "resp" | "msg" | "fc" | "rs"): string {
+export function newId(prefix: "resp" | "msg" | "fc" | "fco" | "rs"): string {
   return `${prefix}_${randomBytes(24).toString("hex")}`;
 }
 
