@@ -42,6 +42,7 @@ import type { ResponseStore } from "../storage/responses.ts";
 import { chatEngineRequests, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
 import type { Caller, GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
+import { truncatedMessages } from "./responses-truncation.ts";
 
 /** The efforts a chat template's reasoning_effort takes (the chat request's range). */
 const TEMPLATE_EFFORTS = ["low", "medium", "high"] as const;
@@ -161,13 +162,24 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     return { model: req.model, user: req.chat.user, stream: req.stream, store: req.wire.store, id: req.id };
   }
 
-  protected engineRequests(
+  protected async engineRequests(
     req: KeyedRequest,
     model: EngineModel,
     requestId: string,
   ): Promise<EngineRequest[]> {
     const effort = req.wire.reasoning?.effort;
     if (effort !== undefined) req.chat.reasoning_effort = templateEffort(effort, model);
+    if (req.wire.truncation === "auto") {
+      const kept = await truncatedMessages(
+        this.deps,
+        model,
+        req.chat,
+        req.wire.instructions,
+        req.conversation,
+        this.tokenLimits(),
+      );
+      if (kept) req.chat.messages = kept;
+    }
     return chatEngineRequests(this.deps, req.chat, model, requestId);
   }
 

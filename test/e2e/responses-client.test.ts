@@ -338,7 +338,7 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
     };
     await refused({ tools: [{ type: "web_search" }] }, "tools[0].type");
     await refused({ reasoning: { effort: "high" } }, "reasoning.effort");
-    await refused({ truncation: "auto" }, "truncation");
+    await refused({ truncation: "middle" as "auto" }, "truncation");
     await refused(
       { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
       "input[0].content[0].type",

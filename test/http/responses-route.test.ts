@@ -205,6 +205,35 @@ describe("POST /v1/responses", () => {
     expect(post405.headers.get("allow")).toBe("GET, HEAD");
   });
 
+  it("truncation auto drops the oldest turns until the conversation fits; disabled refuses it", async () => {
+    const long = Array.from({ length: 400 }, (_, i) => `word${i}`).join(" ");
+    const last = { role: "user", content: "Short question?" };
+    const input = [{ role: "user", content: long }, { role: "assistant", content: "Noted." }, last];
+    const base = { model: "tiny", input, max_output_tokens: 4, store: false };
+    const refused = await post(base);
+    expect(refused.status).toBe(400);
+    const auto = await post({ ...base, truncation: "auto" });
+    expect(auto.status, JSON.stringify(auto.json)).toBe(200);
+    expect(auto.json!.truncation).toBe("auto");
+    // Exactly the last turn is left: the prompt is the one that turn alone makes.
+    const alone = await post({ ...base, input: [last] });
+    expect(inputTokens(auto)).toBe(inputTokens(alone));
+    // Turns that fit are kept: a short first turn stays.
+    const short = [{ role: "user", content: "Hi." }, { role: "assistant", content: "Hello." }, last];
+    const kept = await post({ ...base, input: short, truncation: "auto" });
+    const whole = await post({ ...base, input: short });
+    expect(inputTokens(kept)).toBe(inputTokens(whole));
+    // When the last turn alone does not fit, nothing is dropped and it is refused as without.
+    const tooLong = await post({
+      ...base,
+      input: [last, { role: "user", content: long }],
+      truncation: "auto",
+    });
+    expect(tooLong.status).toBe(400);
+    const paramOf = (r: { json?: Record<string, unknown> }) => (r.json!.error as { param: string }).param;
+    expect(paramOf(tooLong)).toBe(paramOf(refused));
+  });
+
   it("a response whose row cannot be written is a 500, or a stream's error event in place of its end", async () => {
     // A real refusal by the database, of stored responses only (usage rows still commit).
     const db = new DatabaseSync(join(h.root, "ortserve.db"));

@@ -200,28 +200,42 @@ export function contextExceeded(L: number, atLeast: number): RequestError {
 /** The prompt against the context and the operator's limits; the completion's room. */
 function fitPrompt(req: EngineRequest, ids: number[], L: number): { promptIds: number[]; maxTokens: number } {
   if (ids.length === 0) throw new RequestError("invalid_request", "the prompt is empty", "messages");
-  checkTokenLimits(req, ids.length);
+  return { promptIds: ids, maxTokens: completionRoom(req, ids.length, L) };
+}
+
+/**
+ * The tokens a prompt of `promptTokens` leaves the completion under the context `L` and the
+ * operator's limits; a RequestError when it does not fit (the Responses API's truncation asks too).
+ */
+export function completionRoom(
+  req: Pick<EngineRequest, "maxTokens" | "maxTokensField" | "limits">,
+  promptTokens: number,
+  L: number,
+): number {
+  checkTokenLimits(req, promptTokens);
   if (req.maxTokens === undefined) {
-    if (ids.length >= L)
+    if (promptTokens >= L)
       throw new RequestError(
         "invalid_request",
-        `This model's maximum context length is ${L} tokens. However, your messages resulted in ${ids.length} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
+        `This model's maximum context length is ${L} tokens. However, your messages resulted in ${promptTokens} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
         "messages",
       );
-    const room = Math.min(L, req.limits?.maxTotalTokens ?? L) - ids.length;
-    return { promptIds: ids, maxTokens: room };
+    return Math.min(L, req.limits?.maxTotalTokens ?? L) - promptTokens;
   }
-  if (ids.length + req.maxTokens > L)
+  if (promptTokens + req.maxTokens > L)
     throw new RequestError(
       "invalid_request",
-      `This model's maximum context length is ${L} tokens. However, you requested ${ids.length + req.maxTokens} tokens (${ids.length} in the messages, ${req.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      `This model's maximum context length is ${L} tokens. However, you requested ${promptTokens + req.maxTokens} tokens (${promptTokens} in the messages, ${req.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
       req.maxTokensField ?? "max_tokens",
     );
-  return { promptIds: ids, maxTokens: req.maxTokens };
+  return req.maxTokens;
 }
 
 /** The operator's limits, checked before the context: each refusal names the limit it hit. */
-function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
+function checkTokenLimits(
+  req: Pick<EngineRequest, "maxTokens" | "maxTokensField" | "limits">,
+  promptTokens: number,
+): void {
   const { maxPromptTokens, maxTotalTokens } = req.limits ?? {};
   if (maxPromptTokens !== undefined && promptTokens > maxPromptTokens)
     throw promptLimitExceeded(String(promptTokens), maxPromptTokens);

@@ -88,7 +88,7 @@ export interface ResponseObject {
   }[];
   top_logprobs: number;
   top_p: number | null;
-  truncation: "disabled";
+  truncation: "disabled" | "auto";
   usage: ResponsesUsage | null;
   user: string | null;
   metadata: Record<string, string>;
@@ -170,7 +170,7 @@ export function responseObject(
     })),
     top_logprobs: w.top_logprobs ?? 0,
     top_p: w.top_p ?? null,
-    truncation: "disabled",
+    truncation: w.truncation ?? "disabled",
     usage,
     user: w.user ?? null,
     metadata: w.metadata ?? {},

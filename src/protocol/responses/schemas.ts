@@ -134,7 +134,7 @@ export const responseObjectSchema = closed(
     },
     top_logprobs: { type: "integer", minimum: 0, maximum: 20 },
     top_p: nullable({ type: "number" }),
-    truncation: { const: "disabled" },
+    truncation: { enum: ["disabled", "auto"] },
     usage: nullable(responsesUsageSchema),
     user: nullable(str),
     metadata: { type: "object", additionalProperties: str },
