@@ -257,8 +257,8 @@ function meta(req: KeyedRequest, ctx: ResponseContext): ResponseMeta {
 
 /**
  * reasoning.effort reaches the chat template as reasoning_effort when the model's template reads
- * it; otherwise (and for efforts a template does not take) it is a 400: reasoning output is not
- * served yet, so an effort nothing reads would be silently ignored.
+ * it; otherwise (and for efforts a template does not take) it is a 400: an effort nothing reads
+ * would be silently ignored (OpenAI's effort is no token budget; chat's thinking_token_budget is).
  */
 function templateEffort(effort: string, model: EngineModel): TemplateEffort {
   const template = model.info.chatSource.chatTemplate;
@@ -267,6 +267,6 @@ function templateEffort(effort: string, model: EngineModel): TemplateEffort {
     return effort as TemplateEffort;
   throw unsupportedField(
     "reasoning.effort",
-    `${model.name}'s chat template does not take a reasoning effort of ${JSON.stringify(effort)}, and this server does not serve reasoning output yet`,
+    `${model.name}'s chat template does not take a reasoning effort of ${JSON.stringify(effort)}, so nothing would read it`,
   );
 }

@@ -129,7 +129,8 @@ const textSchema = object({
 export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
-const noReasoningOutput = "this server does not serve reasoning output yet";
+const noReasoningOutput =
+  "this server writes no reasoning summaries (a reasoning model's think block is returned whole as a reasoning item)";
 const reasoningSchema = object({
   effort: optional(literal(REASONING_EFFORTS), {
     ...nullable,
