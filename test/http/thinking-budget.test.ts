@@ -37,7 +37,7 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
       (models) => {
         for (const [id, settings] of [
           ["plain", {}],
-          ["thinker", { reasoning_parser: "deepseek_r1" }],
+          ["thinker", { reasoning_parser: "deepseek_r1", tool_parser: "hermes" }],
         ] as const) {
           const dir = join(models, id);
           mkdirSync(dir);
@@ -152,6 +152,54 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
       expect(m.finish_reason, JSON.stringify(m.message)).toBe("stop");
       expect(validate(JSON.parse(m.message.content!)), m.message.content!).toBe(true);
     }
+  });
+
+  it("a required tool call still binds the answer after a forced close; a stream's usage counts the block", async () => {
+    const tools = [
+      {
+        type: "function",
+        function: {
+          name: "get_weather",
+          parameters: {
+            type: "object",
+            properties: { city: { enum: ["Paris", "Rome"] } },
+            required: ["city"],
+          },
+        },
+      },
+    ];
+    const c = await complete("thinker", {
+      logit_bias: noClose,
+      thinking_token_budget: 3,
+      max_tokens: 64,
+      tools,
+      tool_choice: "required",
+    });
+    const m = c.choices[0]!.message as Choice["message"] & {
+      tool_calls: { function: { name: string; arguments: string } }[];
+    };
+    expect(m.tool_calls.length, decode(c.choices[0]!.token_ids)).toBe(1);
+    expect(m.tool_calls[0]!.function.name).toBe("get_weather");
+    expect(["Paris", "Rome"]).toContain(JSON.parse(m.tool_calls[0]!.function.arguments).city);
+
+    const whole = await complete("thinker", { logit_bias: noClose, thinking_token_budget: 5 });
+    const res = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+      body: JSON.stringify(
+        ask("thinker", {
+          logit_bias: noClose,
+          thinking_token_budget: 5,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      ),
+    });
+    const chunks = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)) as { usage?: Usage });
+    expect(chunks.at(-1)!.usage!.completion_tokens_details).toEqual(whole.usage.completion_tokens_details);
   });
 
   it("a budget on a model without a reasoning parser is a 400 naming the field", async () => {
