@@ -5,7 +5,12 @@
  * token by token with SmolLM2's tokenizer; must be 0 for accepted schemas), and, for a sample of
  * accepted schemas, model outputs (temperature 1, through the Engine) that validate with Ajv.
  *
- *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--json out.json]
+ * With `--think` every constraint sits behind a think block, as on a reasoning model: instances
+ * are driven after a thought that ends in `</think>` (the count of invalid ones accepted must stay
+ * 0), and the model's outputs start inside a block the prompt opened, held to a thinking budget of
+ * 16 tokens whose forced close the grammar must still bind.
+ *
+ *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--think] [--json out.json]
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,6 +41,10 @@ if (!folder || folder.startsWith("--")) {
 }
 const outputsWanted = Number(arg("--outputs", "20"));
 const maxTokens = Number(arg("--max-tokens", "256"));
+const think = process.argv.includes("--think");
+/** Reasoning that looks like an answer, with tags and JSON inside: the block must not end early. */
+const THOUGHT = 'Let me think. {"a": 1} <think> is not </thin k> yet.\n</think>';
+const THINK_BUDGET = 16;
 
 interface BenchFile {
   schema: unknown;
@@ -71,6 +80,10 @@ const wronglyAccepted: string[] = [];
 
 /** Drives the instance's tokens through a fresh matcher; true when every token and then EOS was allowed. */
 async function drive(c: StructuredConstraint, text: string): Promise<boolean> {
+  if (think) {
+    c = { ...c, afterThinking: { opened: true } };
+    text = THOUGHT + text;
+  }
   const [m] = await backend.constraints(c, 1);
   const mask = new Uint32Array(words);
   try {
@@ -150,19 +163,20 @@ if (outputsWanted > 0) {
       // a slow machine) is counted and named, not the end of the run.
       let out: Awaited<ReturnType<typeof engine.generate>>;
       try {
+        const content = `Give a JSON value for this JSON Schema:\n${JSON.stringify(a.schema).slice(0, 2000)}`;
+        const constraint = { ...a.constraint, anyWhitespace: false };
         out = await engine.generate({
           model: MODEL,
-          prompt: {
-            messages: [
-              {
-                role: "user",
-                content: `Give a JSON value for this JSON Schema:\n${JSON.stringify(a.schema).slice(0, 2000)}`,
-              },
-            ],
-          },
+          // SmolLM2's ChatML with the assistant turn opening a think block, as R1's template does.
+          prompt: think
+            ? { text: `<|im_start|>user\n${content}<|im_end|>\n<|im_start|>assistant\n<think>\n` }
+            : { messages: [{ role: "user", content }] },
           params: {
             maxTokens,
-            constraint: { ...a.constraint, anyWhitespace: false },
+            constraint: think ? { ...constraint, afterThinking: { opened: true } } : constraint,
+            ...(think && {
+              reasoning: { opened: true, budget: { tokens: THINK_BUDGET, closeText: "</think>\n\n" } },
+            }),
             sampling: { temperature: 1, seed: BigInt(i + 1) },
           },
         });
@@ -176,8 +190,13 @@ if (outputsWanted > 0) {
       if (c.finishReason !== "stop") continue;
       outputsStopped++;
       let value: unknown;
+      const answer = think ? c.text.slice(c.text.indexOf("</think>") + "</think>".length) : c.text;
+      if (think && !c.text.includes("</think>")) {
+        invalidOutputs.push(`${a.name}: no close of the think block: ${c.text.slice(0, 100)}`);
+        continue;
+      }
       try {
-        value = JSON.parse(c.text);
+        value = JSON.parse(answer);
       } catch {
         invalidOutputs.push(`${a.name}: not JSON: ${c.text.slice(0, 100)}`);
         continue;
@@ -193,6 +212,7 @@ if (outputsWanted > 0) {
 const refusedTotal = [...refusedBy.values()].reduce((a, b) => a + b, 0);
 const report = {
   folder,
+  think,
   schemas: files.length,
   accepted: accepted.length,
   refused: refusedTotal,

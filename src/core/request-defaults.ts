@@ -50,6 +50,7 @@ export function completeRequest(
     "repetitionDetection",
     "cacheSalt",
     "constraint",
+    "reasoning",
   ] as const;
   for (const key of optional) if (params[key] !== undefined) Object.assign(request, { [key]: params[key] });
   return request;

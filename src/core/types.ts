@@ -50,6 +50,21 @@ export interface EngineRequest {
   cacheSalt?: string;
   /** Structured output: every choice's tokens are limited to this grammar. */
   constraint?: StructuredConstraint;
+  /**
+   * A reasoning model's think block (the model has a reasoning parser): whether the prompt opened
+   * it, and a budget of tokens it may use before its close is forced.
+   */
+  reasoning?: ReasoningSpec;
+}
+
+export interface ReasoningSpec {
+  opened: boolean;
+  budget?: {
+    /** Tokens the model may sample inside the block. */
+    tokens: number;
+    /** Forced, as the model's tokenizer spells it, once they are spent: `</think>` and what follows it. */
+    closeText: string;
+  };
 }
 
 export interface TokenLimits {
@@ -104,6 +119,8 @@ export type EngineEvent =
       /** Stop token id, matched stop string, "repetition_detected", or null (EOS, length). */
       stopReason: number | string | null;
       completionTokens: number;
+      /** Output tokens inside a reasoning model's think block, tags included (with `reasoning`). */
+      reasoningTokens?: number;
     }
   | { type: "done" }
   | { type: "error"; code: EngineErrorCode; message: string; param?: string };

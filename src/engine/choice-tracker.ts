@@ -13,6 +13,8 @@ export interface ChoiceFinish {
   reason: FinishReason;
   stopReason: number | string | null;
   completionTokens: number;
+  /** Tokens inside a reasoning model's think block (absent for a model without a reasoning parser). */
+  reasoningTokens?: number;
 }
 
 export interface ChoiceState {
@@ -73,6 +75,7 @@ export class ChoiceTracker {
           reason: event.finishReason,
           stopReason: event.stopReason,
           completionTokens: event.completionTokens,
+          ...(event.reasoningTokens !== undefined && { reasoningTokens: event.reasoningTokens }),
         };
         return c;
       }
@@ -87,6 +90,11 @@ export class ChoiceTracker {
   /** Tokens generated so far over every choice. */
   completionTokens(): number {
     return this.choices.reduce((sum, c) => sum + c.tokens, 0);
+  }
+
+  /** Reasoning tokens over every finished choice (0 without a reasoning parser). */
+  reasoningTokens(): number {
+    return this.choices.reduce((sum, c) => sum + (c.finish?.reasoningTokens ?? 0), 0);
   }
 
   private choice(index: number): ChoiceState {

@@ -139,6 +139,8 @@ export interface GeneratedChoice {
   logprobs?: TokenLogprob[];
   finishReason?: FinishReason;
   stopReason?: number | string | null;
+  /** Tokens inside the think block, with a request's `reasoning`. */
+  reasoningTokens?: number;
 }
 
 export interface GenerateResult {
@@ -387,6 +389,7 @@ export class Engine {
                 tokenIds: c.tokenIds,
                 ...(c.logprobs && { logprobs: c.logprobs }),
                 ...(c.finish && { finishReason: c.finish.reason, stopReason: c.finish.stopReason }),
+                ...(c.finish?.reasoningTokens !== undefined && { reasoningTokens: c.finish.reasoningTokens }),
               },
             ]
           : [],

@@ -14,6 +14,7 @@ const ROUTES: [RegExp, string[]][] = [
   [/^\/v1\/messages$/, ["POST"]],
   [/^\/v1\/responses$/, ["POST"]],
   [/^\/v1\/responses\/[^/]+$/, ["GET", "HEAD", "DELETE"]],
+  [/^\/v1\/responses\/[^/]+\/input_items$/, ["GET", "HEAD"]],
   [/^\/v1\/messages\/count_tokens$/, ["POST"]],
   [/^\/tokenize$/, ["POST"]],
   [/^\/detokenize$/, ["POST"]],

@@ -45,9 +45,10 @@ export interface AppDeps {
   completions: GenerationEndpoint;
   /** The Anthropic Messages route, and its count_tokens. */
   messages: GenerationEndpoint & { countTokens(body: unknown): Promise<{ input_tokens: number }> };
-  /** The OpenAI Responses route, and its stored responses (retrieve, delete). */
+  /** The OpenAI Responses route, and its stored responses (retrieve, input items, delete). */
   responses: GenerationEndpoint & {
     retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): unknown;
+    inputItems(id: string, caller: Caller | undefined, query: Record<string, unknown>): unknown;
     remove(id: string, caller: Caller | undefined): Promise<unknown>;
   };
   /** vLLM's /tokenize and /detokenize. */
@@ -167,6 +168,15 @@ export function createApp(deps: AppDeps): express.Express {
   v1.get("/v1/responses/:responseId", (req, res) => {
     res.json(
       deps.responses.retrieve(
+        String(req.params.responseId),
+        req.caller,
+        req.query as Record<string, unknown>,
+      ),
+    );
+  });
+  v1.get("/v1/responses/:responseId/input_items", (req, res) => {
+    res.json(
+      deps.responses.inputItems(
         String(req.params.responseId),
         req.caller,
         req.query as Record<string, unknown>,

@@ -117,6 +117,11 @@ export const requestShape = {
   include_reasoning: withDefault(boolean(), true, {
     description: "Whether the reasoning field is returned in the message.",
   }),
+  thinking_token_budget: optional(integer({ minimum: 0 }), {
+    ...nullable,
+    description:
+      "Most tokens a reasoning model (one with a reasoning parser) may sample inside its think block; then `</think>` is forced and the answer follows (vLLM's field). Needs a reasoning model.",
+  }),
   parallel_tool_calls: withDefault(boolean(), true, nullable),
   user: optional(string(), nullable),
   use_beam_search: withDefault(boolean(), false),
@@ -227,6 +232,7 @@ export const CHAT_ONLY_FIELDS = [
   "tool_choice",
   "reasoning_effort",
   "include_reasoning",
+  "thinking_token_budget",
   "parallel_tool_calls",
   "echo",
   "add_generation_prompt",
@@ -270,6 +276,7 @@ export interface ChatCompletionRequest {
   tool_choice: ToolChoice;
   reasoning_effort?: "low" | "medium" | "high";
   include_reasoning: boolean;
+  thinking_token_budget?: number;
   parallel_tool_calls: boolean;
   user?: string;
   use_beam_search: boolean;

@@ -26,6 +26,7 @@ import {
 import { responsesRequestSchema } from "./responses/request.ts";
 import {
   deletedResponseSchema,
+  inputItemListSchema,
   responseObjectSchema,
   responsesStreamEventSchema,
 } from "./responses/schemas.ts";
@@ -269,6 +270,41 @@ export function buildOpenApiDocument(): object {
           },
         },
       },
+      "/v1/responses/{response_id}/input_items": {
+        get: {
+          operationId: "listResponseInputItems",
+          summary:
+            "The conversation a stored response answered (a previous response's input and output included), one page of items.",
+          parameters: [
+            responseIdParameter,
+            {
+              name: "after",
+              in: "query",
+              description: "An item id: the page starts after it (in the order asked).",
+              schema: { type: "string" },
+            },
+            {
+              name: "limit",
+              in: "query",
+              description: "Items per page, 1 to 100 (default 20).",
+              schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+            },
+            {
+              name: "order",
+              in: "query",
+              description: "desc (the default): newest first; asc: oldest first.",
+              schema: { type: "string", enum: ["asc", "desc"], default: "desc" },
+            },
+          ],
+          responses: {
+            "200": { description: "A page of items.", content: json(ref("InputItemList")) },
+            ...commonErrors,
+            "404": errorResponse(
+              "No stored response of this key with that id (never stored, expired or deleted).",
+            ),
+          },
+        },
+      },
       "/v1/messages": {
         post: {
           operationId: "createMessage",
@@ -438,6 +474,7 @@ export function buildOpenApiDocument(): object {
         Response: responseObjectSchema,
         ResponsesStreamEvent: responsesStreamEventSchema,
         DeletedResponse: deletedResponseSchema,
+        InputItemList: inputItemListSchema,
         MessagesRequest: messagesRequestSchema.jsonSchema(),
         AnthropicMessage: anthropicMessageSchema,
         MessagesStreamEvent: messagesStreamEventSchema,

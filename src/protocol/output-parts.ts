@@ -97,14 +97,22 @@ export interface Usage {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens: number };
+  /** Chat: the completion's tokens inside a reasoning model's think block (0 for other models). */
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
-export function usage(promptTokens: number, completionTokens: number, cachedTokens?: number): Usage {
+export function usage(
+  promptTokens: number,
+  completionTokens: number,
+  cachedTokens?: number,
+  reasoningTokens?: number,
+): Usage {
   const u: Usage = {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
   };
   if (cachedTokens !== undefined) u.prompt_tokens_details = { cached_tokens: cachedTokens };
+  if (reasoningTokens !== undefined) u.completion_tokens_details = { reasoning_tokens: reasoningTokens };
   return u;
 }

@@ -32,6 +32,11 @@ export const usageSchema: JsonSchema = obj(
     completion_tokens: { ...int, default: 0 },
     total_tokens: { ...int, default: 0 },
     prompt_tokens_details: obj({ cached_tokens: int }),
+    completion_tokens_details: {
+      ...obj({ reasoning_tokens: int }),
+      description:
+        "Chat: completion tokens inside a reasoning model's think block, its tags included (0 for a model without a reasoning parser). Absent on completions.",
+    },
   },
   ["prompt_tokens", "completion_tokens", "total_tokens"],
 );

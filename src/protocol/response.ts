@@ -130,7 +130,7 @@ export class ChatCompletionAccumulator {
       choices,
       service_tier: null,
       system_fingerprint: null,
-      usage: usage(p.promptTokenIds.length, completionTokens, p.cachedTokens),
+      usage: usage(p.promptTokenIds.length, completionTokens, p.cachedTokens, this.tracker.reasoningTokens()),
       prompt_logprobs: p.promptLogprobs ? promptLogprobs(p.promptLogprobs) : null,
       prompt_token_ids: req.return_token_ids ? p.promptTokenIds : null,
       kv_transfer_params: req.kv_transfer_params ?? null,

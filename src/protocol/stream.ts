@@ -177,6 +177,7 @@ export class ChatCompletionStreamer {
                 prompt?.promptTokenIds.length ?? 0,
                 this.tracker.completionTokens(),
                 prompt?.cachedTokens ?? 0,
+                this.tracker.reasoningTokens(),
               ),
             },
           });

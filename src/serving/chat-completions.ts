@@ -13,6 +13,7 @@ import { ChatCompletionAccumulator, type ChatCompletionResponse } from "../proto
 import { type ChatCompletionChunk, ChatCompletionStreamer } from "../protocol/stream.ts";
 import { toEngineRequest } from "../protocol/to-engine.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
+import { thinkCloseText } from "./think-close.ts";
 
 /** --strict-tool-choice: only "none", as the service spec has it. */
 export function checkStrictToolChoice(deps: ServingDeps, req: ChatCompletionRequest): void {
@@ -100,6 +101,19 @@ export async function chatEngineRequests(
   const reasoning = chatReasoning(model, request);
   if (reasoning && request.constraint)
     request.constraint = { ...request.constraint, afterThinking: reasoning };
+  if (reasoning) request.reasoning = { ...reasoning };
+  const budget = req.thinking_token_budget;
+  if (budget !== undefined) {
+    if (!reasoning)
+      throw unsupportedField(
+        "thinking_token_budget",
+        `${model.name} has no reasoning parser (reasoning_parser in its ortserve.json), so it has no think block to hold to a budget`,
+      );
+    request.reasoning = {
+      ...reasoning,
+      budget: { tokens: budget, closeText: await thinkCloseText(deps, model) },
+    };
+  }
   return [request];
 }
 

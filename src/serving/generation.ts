@@ -141,7 +141,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   }
 
   /** The engine's token limits for a request, from the operator's (0: off). */
-  private tokenLimits(): EngineRequest["limits"] {
+  protected tokenLimits(): EngineRequest["limits"] {
     const { maxPromptTokens, maxTotalTokens } = this.limits;
     return {
       ...(maxPromptTokens > 0 && { maxPromptTokens }),

@@ -5,6 +5,7 @@
  */
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
+import { unsupportedField } from "../errors.ts";
 import {
   type MessagesRequest,
   parseCountTokensRequest,
@@ -12,11 +13,21 @@ import {
 } from "../protocol/anthropic/messages-request.ts";
 import { type AnthropicMessage, MessagesAccumulator } from "../protocol/anthropic/messages-response.ts";
 import { type MessagesEvent, MessagesStreamer } from "../protocol/anthropic/messages-stream.ts";
+import type { ChatCompletionRequest } from "../protocol/chat-request.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import { chatEngineRequests, chatPrompt, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
 import { type Accumulator, GenerationService, type Streamer } from "./generation.ts";
+
+/** Thinking enabled needs a think block to hold to its budget: a model with a reasoning parser. */
+function checkThinking(req: ChatCompletionRequest, model: EngineModel): void {
+  if (req.chat_template_kwargs?.enable_thinking !== true || model.resolution.model.reasoningParser) return;
+  throw unsupportedField(
+    "thinking",
+    `thinking of type "enabled": ${model.name} has no reasoning parser (reasoning_parser in its ortserve.json), so it has no think block to hold to budget_tokens; send {"type": "disabled"} or leave thinking out`,
+  );
+}
 
 export class MessagesService extends GenerationService<MessagesRequest, AnthropicMessage, MessagesEvent> {
   protected readonly label = "message";
@@ -36,6 +47,7 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
     model: EngineModel,
     requestId: string,
   ): Promise<EngineRequest[]> {
+    checkThinking(req.chat, model);
     return chatEngineRequests(this.deps, req.chat, model, requestId);
   }
 
@@ -56,6 +68,7 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
     const req = parseCountTokensRequest(body);
     checkStrictToolChoice(this.deps, req);
     const model = this.deps.engine.model(this.deps.engine.resolve(req.model));
+    checkThinking(req, model);
     const prompt = await chatPrompt(this.deps, req, model);
     const ids = await this.deps.engine.tokenize(model, prompt);
     return { input_tokens: ids.length };

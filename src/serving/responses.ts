@@ -17,6 +17,7 @@ import {
 } from "../errors.ts";
 import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
+import { type InputItemList, listInputItems, withItemIds } from "../protocol/responses/input-items.ts";
 import { type InputItem, outputAsInput } from "../protocol/responses/items.ts";
 import {
   inResponsesTerms,
@@ -41,6 +42,7 @@ import type { ResponseStore } from "../storage/responses.ts";
 import { chatEngineRequests, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
 import type { Caller, GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
+import { truncatedMessages } from "./responses-truncation.ts";
 
 /** The efforts a chat template's reasoning_effort takes (the chat request's range). */
 const TEMPLATE_EFFORTS = ["low", "medium", "high"] as const;
@@ -115,7 +117,7 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
       await this.store.save({
         id: response.id,
         keyId: req.keyId,
-        input: req.conversation,
+        input: withItemIds(req.conversation),
         response: response as unknown as Record<string, unknown>,
       });
     } catch (err) {
@@ -160,13 +162,24 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     return { model: req.model, user: req.chat.user, stream: req.stream, store: req.wire.store, id: req.id };
   }
 
-  protected engineRequests(
+  protected async engineRequests(
     req: KeyedRequest,
     model: EngineModel,
     requestId: string,
   ): Promise<EngineRequest[]> {
     const effort = req.wire.reasoning?.effort;
     if (effort !== undefined) req.chat.reasoning_effort = templateEffort(effort, model);
+    if (req.wire.truncation === "auto") {
+      const kept = await truncatedMessages(
+        this.deps,
+        model,
+        req.chat,
+        req.wire.instructions,
+        req.conversation,
+        this.tokenLimits(),
+      );
+      if (kept) req.chat.messages = kept;
+    }
     return chatEngineRequests(this.deps, req.chat, model, requestId);
   }
 
@@ -202,9 +215,16 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
   }
 
   /**
-   * `GET /v1/responses/{id}`: a stored response of the caller's key.
-   * Debt: `GET /v1/responses/{id}/input_items` (the SDK's responses.inputItems.list) is not served.
+   * `GET /v1/responses/{id}/input_items`: the conversation a stored response of the caller's key
+   * answered, as OpenAI's item list. (A row stored without item ids gets new ones at each read.)
    */
+  inputItems(id: string, caller: Caller | undefined, query: Record<string, unknown>): InputItemList {
+    const stored = this.store.get(id, keyOf(caller));
+    if (!stored) throw responseNotFound(id);
+    return listInputItems(withItemIds(stored.input as InputItem[]), query);
+  }
+
+  /** `GET /v1/responses/{id}`: a stored response of the caller's key. */
   retrieve(id: string, caller: Caller | undefined, query: Record<string, unknown>): ResponseObject {
     const asked = Object.keys(query)[0];
     if (asked !== undefined)
@@ -237,8 +257,8 @@ function meta(req: KeyedRequest, ctx: ResponseContext): ResponseMeta {
 
 /**
  * reasoning.effort reaches the chat template as reasoning_effort when the model's template reads
- * it; otherwise (and for efforts a template does not take) it is a 400: reasoning output is not
- * served yet, so an effort nothing reads would be silently ignored.
+ * it; otherwise (and for efforts a template does not take) it is a 400: an effort nothing reads
+ * would be silently ignored (OpenAI's effort is no token budget; chat's thinking_token_budget is).
  */
 function templateEffort(effort: string, model: EngineModel): TemplateEffort {
   const template = model.info.chatSource.chatTemplate;
@@ -247,6 +267,6 @@ function templateEffort(effort: string, model: EngineModel): TemplateEffort {
     return effort as TemplateEffort;
   throw unsupportedField(
     "reasoning.effort",
-    `${model.name}'s chat template does not take a reasoning effort of ${JSON.stringify(effort)}, and this server does not serve reasoning output yet`,
+    `${model.name}'s chat template does not take a reasoning effort of ${JSON.stringify(effort)}, so nothing would read it`,
   );
 }

@@ -192,13 +192,24 @@ describe.skipIf(!haveDefaultModel)("Anthropic client against a real ortserve pro
     const thinking = await client.messages
       .create({
         model: DEFAULT_MODEL,
+        max_tokens: 2048,
+        messages: question,
+        thinking: { type: "enabled", budget_tokens: 1024 },
+      })
+      .catch((e: unknown) => e);
+    // The default model has no reasoning parser: no think block to hold to a budget.
+    expect(thinking).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((thinking as Error).message).toContain("reasoning parser");
+    const overBudget = await client.messages
+      .create({
+        model: DEFAULT_MODEL,
         max_tokens: 8,
         messages: question,
         thinking: { type: "enabled", budget_tokens: 1024 },
       })
       .catch((e: unknown) => e);
-    expect(thinking).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((thinking as Error).message).toContain("thinking");
+    expect(overBudget).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((overBudget as Error).message).toContain("thinking.budget_tokens");
 
     const badKey = new Anthropic({ baseURL: s.server.url, apiKey: "not-the-key", maxRetries: 0 });
     const denied = await badKey.messages

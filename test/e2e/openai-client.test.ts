@@ -73,6 +73,8 @@ describe.skipIf(!haveModel)("OpenAI client against a real ortserve process", () 
     expect(["stop", "length"]).toContain(r.choices[0]!.finish_reason);
     expect(r.usage!.prompt_tokens).toBeGreaterThan(10);
     expect(r.usage!.total_tokens).toBe(r.usage!.prompt_tokens + r.usage!.completion_tokens);
+    // The default model has no reasoning parser: no think block, no reasoning tokens.
+    expect(r.usage!.completion_tokens_details?.reasoning_tokens).toBe(0);
   });
 
   it("streams: role chunk first, content deltas, a finish chunk and a usage chunk", async () => {
@@ -92,6 +94,7 @@ describe.skipIf(!haveModel)("OpenAI client against a real ortserve process", () 
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
     expect(last.usage!.completion_tokens).toBeGreaterThan(0);
+    expect(last.usage!.completion_tokens_details?.reasoning_tokens).toBe(0);
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
   });
 

@@ -278,6 +278,19 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
     });
     expect(third.usage!.input_tokens).toBeGreaterThan(next.usage!.input_tokens);
 
+    // The SDK's inputItems.list pages through the stored conversation, newest first.
+    const items = [];
+    for await (const item of client.responses.inputItems.list(next.id, { limit: 1 })) items.push(item);
+    expect(items.map((i) => (i as { role?: string }).role)).toEqual(["user", "assistant", "user"]);
+    expect(items[1]!.id).toBe(first.output[0]!.id);
+    const asc = await client.responses.inputItems.list(next.id, { order: "asc" });
+    expect(asc.data.map((i) => i.id)).toEqual(items.map((i) => i.id).reverse());
+    expect(asc.data[0]).toMatchObject({
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "My name is Ada. Say hello." }],
+    });
+
     // store: false keeps nothing: neither retrievable nor a previous response.
     await expect(client.responses.retrieve(third.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     const missing = await client.responses
@@ -325,7 +338,7 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
     };
     await refused({ tools: [{ type: "web_search" }] }, "tools[0].type");
     await refused({ reasoning: { effort: "high" } }, "reasoning.effort");
-    await refused({ truncation: "auto" }, "truncation");
+    await refused({ truncation: "middle" as "auto" }, "truncation");
     await refused(
       { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
       "input[0].content[0].type",

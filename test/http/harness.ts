@@ -14,7 +14,10 @@ import { type RunningServer, SERVER_DEFAULTS, type ServerConfig, startServer } f
 import { repoRoot } from "../../src/util/paths.ts";
 import { buildSyntheticModel } from "../fixtures/synthetic-model.ts";
 
-/** The request fields of the service spec's table, in its order. */
+/**
+ * The chat request's fields, in the schema's order: the service spec's table, and vLLM's
+ * thinking_token_budget beside the other reasoning fields.
+ */
 export const SPEC_REQUEST_FIELDS = [
   "messages",
   "model",
@@ -37,6 +40,7 @@ export const SPEC_REQUEST_FIELDS = [
   "tool_choice",
   "reasoning_effort",
   "include_reasoning",
+  "thinking_token_budget",
   "parallel_tool_calls",
   "user",
   "use_beam_search",

@@ -660,8 +660,13 @@ describe("hostile corpus on the Messages, Responses and tokenize routes", () => 
 
   it("stored responses: unknown, oversized and hostile ids are 404s in OpenAI's shape", async () => {
     for (const id of ["resp_nothing", `resp_${"a".repeat(100_000)}`, "%00", "..%2F..", "%F0%9F%98%80"])
-      for (const method of ["GET", "DELETE"]) {
-        const res = await fetch(`${h.url}/v1/responses/${id}`, {
+      for (const [method, tail] of [
+        ["GET", ""],
+        ["DELETE", ""],
+        ["GET", "/input_items"],
+        ["GET", "/input_items?limit=%00&after=%F0&order=asc"],
+      ]) {
+        const res = await fetch(`${h.url}/v1/responses/${id}${tail}`, {
           method,
           headers: { Authorization: `Bearer ${h.key}` },
           signal: AbortSignal.timeout(ANSWER_WITHIN_MS),

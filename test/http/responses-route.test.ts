@@ -129,6 +129,111 @@ describe("POST /v1/responses", () => {
     expect((gone.json as { error: { code: string } }).error.code).toBe("response_not_found");
   });
 
+  it("lists a stored response's input items: the whole conversation, newest first, in pages, for its key alone", async () => {
+    const headers = { Authorization: `Bearer ${h.key}` };
+    const list = async (id: string, q = "", hdrs = headers) =>
+      reply<{
+        object: string;
+        data: { id: string; type: string; role?: string; content?: { type: string; text: string }[] }[];
+        first_id: string | null;
+        last_id: string | null;
+        has_more: boolean;
+      }>(await fetch(`${h.url}/v1/responses/${id}/input_items${q}`, { headers: hdrs }));
+    const first = await post({
+      model: "tiny",
+      input: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: [{ type: "input_text", text: "Hi" }] },
+      ],
+      max_output_tokens: 2,
+    });
+    const second = await post({
+      model: "tiny",
+      previous_response_id: first.json!.id,
+      input: "Again",
+      max_output_tokens: 2,
+    });
+    const id = second.json!.id as string;
+
+    const all = await list(id, "?order=asc");
+    expect(all.status).toBe(200);
+    // The previous response's input and output, then this input.
+    expect(all.json!.data.map((i) => [i.type, i.role])).toEqual([
+      ["message", "system"],
+      ["message", "user"],
+      ["message", "assistant"],
+      ["message", "user"],
+    ]);
+    expect(all.json!.data[3]!.content).toEqual([{ type: "input_text", text: "Again" }]);
+    // The previous output keeps its id; the ids are the same at every listing.
+    const output = first.json!.output as { id: string }[];
+    expect(all.json!.data[2]!.id).toBe(output[0]!.id);
+    expect((await list(id, "?order=asc")).json!.data.map((i) => i.id)).toEqual(
+      all.json!.data.map((i) => i.id),
+    );
+    expect(all.json).toMatchObject({ object: "list", has_more: false, first_id: all.json!.data[0]!.id });
+
+    const desc = await list(id);
+    expect(desc.json!.data.map((i) => i.id)).toEqual(all.json!.data.map((i) => i.id).reverse());
+    const page = await list(id, "?limit=2");
+    expect(page.json).toMatchObject({
+      has_more: true,
+      first_id: desc.json!.data[0]!.id,
+      last_id: desc.json!.data[1]!.id,
+    });
+    const next = await list(id, `?limit=2&after=${page.json!.last_id}`);
+    expect(next.json!.data.map((i) => i.id)).toEqual(desc.json!.data.slice(2).map((i) => i.id));
+    expect(next.json!.has_more).toBe(false);
+
+    for (const [q, param] of [
+      ["?limit=0", "limit"],
+      ["?limit=101", "limit"],
+      ["?order=up", "order"],
+      ["?after=msg_nope", "after"],
+      ["?before=x", "before"],
+    ] as const) {
+      const r = await list(id, q);
+      expect(r.status, q).toBe(400);
+      expect((r.json as unknown as { error: { param: string } }).error.param).toBe(param);
+    }
+    const db = new DatabaseSync(join(h.root, "ortserve.db"));
+    const other = new ApiKeys(db).createKey("lister").key;
+    db.close();
+    expect((await list(id, "", { Authorization: `Bearer ${other}` })).status).toBe(404);
+    const post405 = await fetch(`${h.url}/v1/responses/${id}/input_items`, { method: "POST", headers });
+    expect(post405.status).toBe(405);
+    expect(post405.headers.get("allow")).toBe("GET, HEAD");
+  });
+
+  it("truncation auto drops the oldest turns until the conversation fits; disabled refuses it", async () => {
+    const long = Array.from({ length: 400 }, (_, i) => `word${i}`).join(" ");
+    const last = { role: "user", content: "Short question?" };
+    const input = [{ role: "user", content: long }, { role: "assistant", content: "Noted." }, last];
+    const base = { model: "tiny", input, max_output_tokens: 4, store: false };
+    const refused = await post(base);
+    expect(refused.status).toBe(400);
+    const auto = await post({ ...base, truncation: "auto" });
+    expect(auto.status, JSON.stringify(auto.json)).toBe(200);
+    expect(auto.json!.truncation).toBe("auto");
+    // Exactly the last turn is left: the prompt is the one that turn alone makes.
+    const alone = await post({ ...base, input: [last] });
+    expect(inputTokens(auto)).toBe(inputTokens(alone));
+    // Turns that fit are kept: a short first turn stays.
+    const short = [{ role: "user", content: "Hi." }, { role: "assistant", content: "Hello." }, last];
+    const kept = await post({ ...base, input: short, truncation: "auto" });
+    const whole = await post({ ...base, input: short });
+    expect(inputTokens(kept)).toBe(inputTokens(whole));
+    // When the last turn alone does not fit, nothing is dropped and it is refused as without.
+    const tooLong = await post({
+      ...base,
+      input: [last, { role: "user", content: long }],
+      truncation: "auto",
+    });
+    expect(tooLong.status).toBe(400);
+    const paramOf = (r: { json?: Record<string, unknown> }) => (r.json!.error as { param: string }).param;
+    expect(paramOf(tooLong)).toBe(paramOf(refused));
+  });
+
   it("a response whose row cannot be written is a 500, or a stream's error event in place of its end", async () => {
     // A real refusal by the database, of stored responses only (usage rows still commit).
     const db = new DatabaseSync(join(h.root, "ortserve.db"));

@@ -22,6 +22,7 @@ interface Usage {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 interface Choice {
@@ -145,8 +146,16 @@ describe("non-streaming response", () => {
     expect(typeof choice.message.content).toBe("string");
 
     expect(Object.keys(c.usage).sort()).toEqual(
-      ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"].sort(),
+      [
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "prompt_tokens_details",
+        "completion_tokens_details",
+      ].sort(),
     );
+    // A model without a reasoning parser has no think block.
+    expect(c.usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
     expect(Object.keys(c.usage.prompt_tokens_details!)).toEqual(["cached_tokens"]);
     expect(c.usage.total_tokens).toBe(c.usage.prompt_tokens + c.usage.completion_tokens);
     expect(c.usage.prompt_tokens_details!.cached_tokens).toBeLessThanOrEqual(c.usage.prompt_tokens);

@@ -367,6 +367,16 @@ const cases: FieldCase[] = [
     bad: [{ value: null }, { value: "no" }],
   },
   {
+    field: "thinking_token_budget",
+    ok: [{ value: null }],
+    // A budget needs a think block: this model has no reasoning parser.
+    bad: [
+      { value: 8, label: "a budget on a model without a reasoning parser" },
+      { value: -1 },
+      { value: 1.5 },
+    ],
+  },
+  {
     field: "parallel_tool_calls",
     ok: [{ value: false }, { value: null }],
     bad: [{ value: 0 }],

@@ -72,6 +72,7 @@ const cases: FieldCase[] = [
   },
   { field: "reasoning_effort", ok: ["low", "medium", "high", null], bad: ["max", "minimal", 1] },
   { field: "include_reasoning", ok: [true, false], bad: [null, "no"] },
+  { field: "thinking_token_budget", ok: [0, 1024, null], bad: [-1, 1.5, "8"] },
   { field: "parallel_tool_calls", ok: [true, false, null], bad: [0] },
   { field: "user", ok: ["u", null], bad: [1] },
   { field: "use_beam_search", ok: [true, false], bad: [null, 1] },

@@ -53,6 +53,7 @@ describe("ChatCompletionAccumulator", () => {
         completion_tokens: 2,
         total_tokens: 5,
         prompt_tokens_details: { cached_tokens: 2 },
+        completion_tokens_details: { reasoning_tokens: 0 },
       },
       prompt_logprobs: null,
       prompt_token_ids: null,
@@ -94,6 +95,7 @@ describe("ChatCompletionAccumulator", () => {
       completion_tokens: 5,
       total_tokens: 7,
       prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
     });
   });
 

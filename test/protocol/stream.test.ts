@@ -125,6 +125,7 @@ describe("ChatCompletionStreamer", () => {
         completion_tokens: 3,
         total_tokens: 6,
         prompt_tokens_details: { cached_tokens: 1 },
+        completion_tokens_details: { reasoning_tokens: 0 },
       },
     });
     expect(out.slice(0, -1).every((c) => c.usage === undefined)).toBe(true);

@@ -5,6 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
+import { toolCallConstraint } from "../../src/protocol/tool-calls/tool-choice.ts";
 import { hasModel } from "../runner/model-fixture.ts";
 import { type GrammarDriver, grammarDriver } from "./grammar-driver.ts";
 
@@ -14,23 +15,50 @@ const SCHEMA = JSON.stringify({
   required: ["n", "tag"],
 });
 
+const WEATHER = {
+  type: "function" as const,
+  function: {
+    name: "get_weather",
+    description: undefined,
+    strict: undefined,
+    parameters: { type: "object", properties: { city: { enum: ["Paris", "Rome"] } }, required: ["city"] },
+  },
+};
+const CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+// The legacy structural tag: structures dispatched by their triggers, free text between them.
+const LEGACY = JSON.stringify({
+  type: "structural_tag",
+  structures: [
+    {
+      begin: "<w>",
+      schema: { type: "object", properties: { n: { const: 1 } }, required: ["n"] },
+      end: "</w>",
+    },
+  ],
+  triggers: ["<w>"],
+});
+
 const kinds: [string, StructuredConstraint][] = [
   ["a JSON schema with a numeric range", { kind: "json_schema", schema: SCHEMA, anyWhitespace: false }],
   ["a regex", { kind: "regex", pattern: "[0-9]{3}-ok" }],
   ["a choice", { kind: "choice", choices: ["yes", "no"] }],
   ["a grammar", { kind: "grammar", grammar: 'root ::= "x" [0-9]+' }],
+  // A forced tool call keeps its tags: bare arguments are no call.
+  ["a required tool call", toolCallConstraint("required", [WEATHER], true)!],
 ];
 const valid: Record<string, string> = {
   "a JSON schema with a numeric range": '{"n":5,"tag":"a"}',
   "a regex": "123-ok",
   "a choice": "no",
   "a grammar": "x42",
+  "a required tool call": CALL,
 };
 const invalid: Record<string, string[]> = {
   "a JSON schema with a numeric range": ['{"n":10,"tag":"a"}', '{"n":5,"tag":"c"}', "Sure! {}", '{"n":5}'],
   "a regex": ["12-ok", "1234-ok", " 123-ok"],
   "a choice": ["maybe", "yes!"],
   "a grammar": ["y42", "x"],
+  "a required tool call": ['{"city": "Paris"}', CALL.replace("Paris", "Oslo"), `Sure. ${CALL}`],
 };
 // Reasoning that looks like an answer, with tags and JSON inside, must not end the block early.
 const THOUGHTS = ["", 'Let me think. {"n": 99} <think> is not </thin k> yet.\n', "短い考え\n\n"];
@@ -67,4 +95,15 @@ describe.skipIf(!hasModel("q4"))("a constraint behind a think block", () => {
       expect(await drive(closed, `Thinking.</think>${valid[name]}`)).not.toBe("accepted");
     });
   }
+
+  it("a legacy structural tag: free text after the block, and each triggered structure bound", async () => {
+    const legacy: StructuredConstraint = {
+      kind: "structural_tag",
+      structuralTag: LEGACY,
+      afterThinking: { opened: true },
+    };
+    expect(await drive(legacy, `${THOUGHTS[1]}</think>see <w>{"n": 1}</w> done`)).toBe("accepted");
+    expect(await drive(legacy, `${THOUGHTS[1]}</think>see <w>{"n": 2}</w>`)).not.toBe("accepted");
+    expect(await drive(legacy, "x</think><w>{}</w>")).not.toBe("accepted");
+  });
 });

@@ -20,6 +20,8 @@ import { checkAgainstConfig } from "./config-checks.ts";
 import type { TokenConstraint } from "./constrain.ts";
 import { promptEcho } from "./prompt-echo.ts";
 import { Sequence } from "./sequence.ts";
+import { ThinkBlock, type ThinkBudget } from "./think-block.ts";
+import { ThinkBudgetConstraint } from "./think-budget-constraint.ts";
 
 /** Text ↔ ids, as the worker's tokenizer provides them. */
 export interface PromptTokenizer {
@@ -42,6 +44,8 @@ export interface PreparedPrompt {
   maxTokens: number;
   /** bad_words as token id sequences. */
   bannedWords: number[][];
+  /** The thinking budget with its close text tokenized. */
+  thinkBudget?: ThinkBudget;
 }
 
 /**
@@ -60,7 +64,27 @@ export async function prepare(req: EngineRequest, ctx: AdmissionContext): Promis
   if (keep !== undefined && ids.length > keep) ids = ids.slice(ids.length - keep);
   const { promptIds: kept, maxTokens } = fitPrompt(req, ids, ctx.config.maxModelLen);
   const bannedWords = await badWordsTokenIds(req.sampling.badWords ?? [], ctx.tokenize);
-  return { promptIds: kept, maxTokens, bannedWords };
+  return { promptIds: kept, maxTokens, bannedWords, thinkBudget: thinkBudget(req, ctx) };
+}
+
+/** The request's thinking budget with its close text as token ids (beam search takes none). */
+function thinkBudget(req: EngineRequest, ctx: AdmissionContext): ThinkBudget | undefined {
+  const budget = req.reasoning?.budget;
+  if (!budget) return undefined;
+  if (req.useBeamSearch)
+    throw new RequestError(
+      "invalid_request",
+      "a thinking budget cannot be held with beam search",
+      "thinking_token_budget",
+    );
+  const closeIds = ctx.tokenize.encode(budget.closeText, false);
+  if (closeIds.length === 0)
+    throw new RequestError(
+      "invalid_request",
+      "the think block's close text has no tokens",
+      "thinking_token_budget",
+    );
+  return { tokens: budget.tokens, closeIds };
 }
 
 export function admit(
@@ -93,7 +117,7 @@ export function admit(
   if (req.echoPrompt) active.echo = promptEcho(ctx.tokenize.tokenizer, req, promptIds);
   if (maxTokens === 0) return active;
   if (req.useBeamSearch) active.beams = beamGroup(active, ctx, constraints);
-  else active.sequences = choices(active, ctx, prepared.bannedWords, constraints);
+  else active.sequences = choices(active, ctx, prepared, constraints);
   return active;
 }
 
@@ -176,28 +200,42 @@ export function contextExceeded(L: number, atLeast: number): RequestError {
 /** The prompt against the context and the operator's limits; the completion's room. */
 function fitPrompt(req: EngineRequest, ids: number[], L: number): { promptIds: number[]; maxTokens: number } {
   if (ids.length === 0) throw new RequestError("invalid_request", "the prompt is empty", "messages");
-  checkTokenLimits(req, ids.length);
+  return { promptIds: ids, maxTokens: completionRoom(req, ids.length, L) };
+}
+
+/**
+ * The tokens a prompt of `promptTokens` leaves the completion under the context `L` and the
+ * operator's limits; a RequestError when it does not fit (the Responses API's truncation asks too).
+ */
+export function completionRoom(
+  req: Pick<EngineRequest, "maxTokens" | "maxTokensField" | "limits">,
+  promptTokens: number,
+  L: number,
+): number {
+  checkTokenLimits(req, promptTokens);
   if (req.maxTokens === undefined) {
-    if (ids.length >= L)
+    if (promptTokens >= L)
       throw new RequestError(
         "invalid_request",
-        `This model's maximum context length is ${L} tokens. However, your messages resulted in ${ids.length} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
+        `This model's maximum context length is ${L} tokens. However, your messages resulted in ${promptTokens} tokens, leaving no room for a completion. Please reduce the length of the messages.`,
         "messages",
       );
-    const room = Math.min(L, req.limits?.maxTotalTokens ?? L) - ids.length;
-    return { promptIds: ids, maxTokens: room };
+    return Math.min(L, req.limits?.maxTotalTokens ?? L) - promptTokens;
   }
-  if (ids.length + req.maxTokens > L)
+  if (promptTokens + req.maxTokens > L)
     throw new RequestError(
       "invalid_request",
-      `This model's maximum context length is ${L} tokens. However, you requested ${ids.length + req.maxTokens} tokens (${ids.length} in the messages, ${req.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      `This model's maximum context length is ${L} tokens. However, you requested ${promptTokens + req.maxTokens} tokens (${promptTokens} in the messages, ${req.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
       req.maxTokensField ?? "max_tokens",
     );
-  return { promptIds: ids, maxTokens: req.maxTokens };
+  return req.maxTokens;
 }
 
 /** The operator's limits, checked before the context: each refusal names the limit it hit. */
-function checkTokenLimits(req: EngineRequest, promptTokens: number): void {
+function checkTokenLimits(
+  req: Pick<EngineRequest, "maxTokens" | "maxTokensField" | "limits">,
+  promptTokens: number,
+): void {
   const { maxPromptTokens, maxTotalTokens } = req.limits ?? {};
   if (maxPromptTokens !== undefined && promptTokens > maxPromptTokens)
     throw promptLimitExceeded(String(promptTokens), maxPromptTokens);
@@ -232,20 +270,26 @@ async function badWordsTokenIds(words: readonly string[], tokenize: PromptTokeni
 function choices(
   a: ActiveRequest,
   ctx: AdmissionContext,
-  banned: number[][],
+  prepared: PreparedPrompt,
   constraints?: TokenConstraint[],
 ): Sequence[] {
   const r = a.req;
+  const banned = prepared.bannedWords;
   const { model, tokenize } = ctx;
   const { logitBias, badWords: _badWords, seed, ...sampling } = r.sampling;
   const baseSeed = seed ?? randomSeed();
   const eos = new Set(model.eosTokenIds);
   // Jump-forward needs a constraint; forced tokens are not sampled, so they have no logprobs to give.
   const encode =
-    ctx.config.jumpForward && constraints && r.logprobs === undefined
+    ctx.config.jumpForward && r.constraint && constraints && r.logprobs === undefined
       ? (text: string) => tokenize.encode(text, false)
       : undefined;
   return Array.from({ length: r.n }, (_, i) => {
+    const think = r.reasoning && new ThinkBlock(r.reasoning.opened, prepared.thinkBudget);
+    const own = constraints?.[i];
+    // A budget forces its close through the constraint stage's mask.
+    const constraint =
+      think && prepared.thinkBudget ? new ThinkBudgetConstraint(think, model.vocabSize, own) : own;
     const sampler = new SequenceSampler(
       {
         ...sampling,
@@ -282,8 +326,9 @@ function choices(
         wantLogprobs: r.logprobs !== undefined,
       },
       a.promptIds.length,
-      constraints?.[i],
+      constraint,
       encode,
+      think,
     );
   });
 }

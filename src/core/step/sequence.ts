@@ -13,6 +13,7 @@ import type { SequenceSampler } from "../sample/sampler.ts";
 import type { EngineEvent, FinishReason, TokenLogprob } from "../types.ts";
 import type { SequenceRow } from "./active-request.ts";
 import type { TokenConstraint } from "./constrain.ts";
+import type { ThinkBlock } from "./think-block.ts";
 
 export interface SequenceLimits {
   maxTokens: number;
@@ -51,6 +52,8 @@ export class Sequence implements SequenceRow {
   private readonly tokenizer: TokenizerLike;
   /** Text → ids for jump-forward; absent when the request may not jump (no constraint, logprobs). */
   private readonly encode?: (text: string) => number[];
+  /** A reasoning model's think block: its tokens are counted, and closed when a budget is spent. */
+  private readonly think?: ThinkBlock;
 
   constructor(
     choice: number,
@@ -61,7 +64,9 @@ export class Sequence implements SequenceRow {
     length: number,
     constraint?: TokenConstraint,
     encode?: (text: string) => number[],
+    think?: ThinkBlock,
   ) {
+    this.think = think;
     this.constraint = constraint;
     this.encode = encode;
     this.choice = choice;
@@ -153,6 +158,7 @@ export class Sequence implements SequenceRow {
   /** One output token (the constraint already took it): stop checks and the text it completes. */
   private advance(id: number): { text: string; finish?: Finish } {
     this.outputIds.push(id);
+    this.think?.push(id, tokenBytes(this.tokenizer, id));
     const n = this.outputIds.length;
     const l = this.limits;
 
@@ -184,6 +190,7 @@ export class Sequence implements SequenceRow {
       finishReason: reason,
       stopReason,
       completionTokens: this.outputIds.length,
+      ...(this.think && { reasoningTokens: this.think.reasoningTokens }),
     };
   }
 }

@@ -119,12 +119,43 @@ async function constraintEbnf(xg: XGrammar, c: StructuredConstraint): Promise<st
  */
 async function afterThinkingTag(xg: XGrammar, c: StructuredConstraint): Promise<string> {
   const { afterThinking, ...inner } = c;
-  const answer = { type: "grammar", grammar: await constraintEbnf(xg, inner as StructuredConstraint) };
+  // A structural tag goes in as its own format: printed as EBNF, its tags' literal text is lost
+  // (a forced tool call's grammar would take bare arguments and refuse the call itself).
+  const answer =
+    inner.kind === "structural_tag"
+      ? tagFormat(structuralTagText(inner.structuralTag))
+      : { type: "grammar", grammar: await constraintEbnf(xg, inner as StructuredConstraint) };
   const think = (begin: string) => ({ type: "tag", begin, content: { type: "any_text" }, end: THINK_CLOSE });
   const format = afterThinking!.opened
     ? { type: "sequence", elements: [think(""), answer] }
     : { type: "or", elements: [{ type: "sequence", elements: [think(THINK_OPEN), answer] }, answer] };
   return JSON.stringify({ type: "structural_tag", format });
+}
+
+/**
+ * A structural tag's format; the legacy form (structures dispatched by triggers, free text
+ * between them) as the triggered tags XGrammar reads it as.
+ */
+function tagFormat(tagText: string): unknown {
+  const tag = JSON.parse(tagText) as {
+    format?: unknown;
+    structures?: { begin: string; schema: unknown; end: string }[];
+    triggers?: string[];
+  };
+  if (tag.format !== undefined) return tag.format;
+  return {
+    type: "triggered_tags",
+    triggers: tag.triggers ?? [],
+    tags: (tag.structures ?? []).map((s) => ({
+      type: "tag",
+      begin: s.begin,
+      content: {
+        type: "json_schema",
+        json_schema: typeof s.schema === "string" ? JSON.parse(s.schema) : s.schema,
+      },
+      end: s.end,
+    })),
+  };
 }
 
 export async function parseWith(xg: XGrammar, c: StructuredConstraint) {

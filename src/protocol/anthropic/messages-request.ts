@@ -32,6 +32,9 @@ import {
 
 const nullable = { nullable: true };
 
+/** Anthropic's least thinking budget. */
+export const MIN_THINKING_BUDGET = 1024;
+
 /** Accepted on any block: this server caches every prompt prefix on its own (the prefix cache). */
 const cacheControl = optional(
   object({
@@ -197,19 +200,24 @@ type ToolChoice =
   | { type: "none" };
 
 /**
- * Only `disabled`, which reaches the template (`enable_thinking: false`, as Qwen3's reads it).
- * `enabled` carries a thinking budget the engine cannot yet hold a model to, so it is refused,
- * never ignored; a reasoning model's think block is returned as thinking blocks either way.
+ * `disabled` reaches the template as `enable_thinking: false` (as Qwen3's reads it); `enabled` as
+ * `enable_thinking: true` plus a thinking budget the engine holds the model to (the chat route's
+ * thinking_token_budget). Anthropic's ranges: at least 1024 tokens, and fewer than max_tokens.
  */
-const thinkingSchema = tagged<{ type: "disabled" }>(
+type Thinking = { type: "disabled" } | { type: "enabled"; budget_tokens: number };
+const thinkingSchema = tagged<Thinking>(
   "type",
-  { disabled: object({ type: required(literal(["disabled"])) }) },
   {
-    reject: (t, path) =>
-      unsupportedField(
-        path.replace(/\.type$/, ""),
-        `thinking of type ${JSON.stringify(t)}: this server cannot hold a model to a thinking budget yet; send {"type": "disabled"} or leave thinking out (a reasoning model's think block is returned as thinking blocks either way)`,
-      ),
+    disabled: object({ type: required(literal(["disabled"])) }),
+    enabled: object({
+      type: required(literal(["enabled"])),
+      budget_tokens: required(integer({ minimum: MIN_THINKING_BUDGET }), {
+        description: `Most tokens the model may think for (at least ${MIN_THINKING_BUDGET}, fewer than max_tokens); then its think block is closed and the answer follows.`,
+      }),
+    }),
+  },
+  {
+    reject: (t, path) => valueError(path, `expected "enabled" or "disabled", but got ${JSON.stringify(t)}.`),
   },
 );
 
@@ -227,7 +235,7 @@ const promptShape = {
   }),
   thinking: optional(thinkingSchema, {
     description:
-      'Only {"type": "disabled"} (the template is asked not to think); a reasoning model\'s think block is returned as thinking blocks.',
+      "enabled: the template is asked to think and the model's think block is held to budget_tokens (a model with a reasoning parser only); disabled: the template is asked not to think. A reasoning model's think block is returned as thinking blocks.",
   }),
 };
 
@@ -283,6 +291,12 @@ export interface MessagesRequest {
 /** Parses a Messages body; errors name the Anthropic field. */
 export function parseMessagesRequest(body: unknown): MessagesRequest {
   const wire = messagesRequestSchema.parse(body, "");
+  const thinking = wire.thinking;
+  if (thinking?.type === "enabled" && thinking.budget_tokens >= wire.max_tokens)
+    throw invalidRequest(
+      `thinking.budget_tokens (${thinking.budget_tokens}) must be less than max_tokens (${wire.max_tokens}).`,
+      "thinking.budget_tokens",
+    );
   const chat = toChatRequest(wire, {
     max_tokens: wire.max_tokens,
     stop: wire.stop_sequences,
@@ -326,7 +340,8 @@ function toChatRequest(wire: PromptWire, sampling: Record<string, unknown>): Cha
       })),
     }),
     tool_choice: chatToolChoice(choice),
-    ...(wire.thinking?.type === "disabled" && { chat_template_kwargs: { enable_thinking: false } }),
+    ...(wire.thinking && { chat_template_kwargs: { enable_thinking: wire.thinking.type === "enabled" } }),
+    ...(wire.thinking?.type === "enabled" && { thinking_token_budget: wire.thinking.budget_tokens }),
     parallel_tool_calls: !("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use),
     ...sampling,
   };

@@ -328,23 +328,27 @@ export function chatMessages(instructions: string | undefined, items: readonly I
 /** A response's output items as the input items of the conversation that continues it. */
 export function outputAsInput(
   output: readonly (
-    | { type: "message"; content: { type: "output_text"; text: string }[] }
-    | { type: "function_call"; call_id: string; name: string; arguments: string }
-    | { type: "reasoning"; content?: { type: "reasoning_text"; text: string }[] }
+    | { type: "message"; content: { type: "output_text"; text: string }[]; id?: string }
+    | { type: "function_call"; call_id: string; name: string; arguments: string; id?: string }
+    | { type: "reasoning"; content?: { type: "reasoning_text"; text: string }[]; id?: string }
   )[],
 ): InputItem[] {
   return output.map((o): InputItem => {
+    // The output item's id stays with it (the input items list names it so).
+    const id = o.id === undefined ? {} : { id: o.id };
     if (o.type === "function_call")
-      return { type: "function_call", call_id: o.call_id, name: o.name, arguments: o.arguments };
+      return { type: "function_call", call_id: o.call_id, name: o.name, arguments: o.arguments, ...id };
     if (o.type === "reasoning")
       return {
         type: "reasoning",
         content: (o.content ?? []).map((c) => ({ type: "reasoning_text", text: c.text })),
+        ...id,
       };
     return {
       type: "message",
       role: "assistant",
       content: o.content.map((p) => ({ type: "output_text" as const, text: p.text })),
+      ...id,
     };
   });
 }

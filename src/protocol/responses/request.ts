@@ -129,7 +129,8 @@ const textSchema = object({
 export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
-const noReasoningOutput = "this server does not serve reasoning output yet";
+const noReasoningOutput =
+  "this server writes no reasoning summaries (a reasoning model's think block is returned whole as a reasoning item)";
 const reasoningSchema = object({
   effort: optional(literal(REASONING_EFFORTS), {
     ...nullable,
@@ -265,11 +266,10 @@ export const responsesRequestSchema = documented(
         description:
           "message.output_text.logprobs: each output token's logprob (text answers only: with tool_choice none). The other values name outputs of tools and inputs this server refuses, so there is never anything to include.",
       }),
-      // Debt: truncation "auto" (OpenAI drops the oldest items until the input fits) is refused,
-      // not served.
-      truncation: optional(literal(["disabled"]), {
+      truncation: optional(literal(["disabled", "auto"]), {
         ...nullable,
-        description: "Only disabled: a prompt longer than the context is a 400.",
+        description:
+          "disabled (the default): a conversation longer than the context is a 400. auto: its oldest turns are dropped until it fits with the output's room (instructions stay; a turn starts at a user, system or developer message); the stored conversation stays whole.",
       }),
       background: optional(documented(boolean(), { const: false }), {
         ...nullable,
@@ -313,12 +313,6 @@ function checkValues(body: unknown): void {
   const b = body as Record<string, unknown> | null;
   if (typeof b !== "object" || b === null || Array.isArray(b)) return;
   const refusals: [string, unknown, unknown, string][] = [
-    [
-      "truncation",
-      b.truncation,
-      "auto",
-      'prompts are never truncated; send "disabled" (a prompt longer than the context is a 400)',
-    ],
     ["background", b.background, true, "responses are generated while the request waits"],
     [
       "prompt_cache_retention",

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { EngineEvent, FinishReason } from "../../core/types.ts";
-import type { LogprobEntry } from "../output-parts.ts";
+import type { LogprobEntry, Usage } from "../output-parts.ts";
 import type { ChatCompletionAccumulator, ChatCompletionResponse } from "../response.ts";
 import type { FunctionCallItem } from "./items.ts";
 import type { ResponsesRequest, ResponsesToolChoice, TextFormat } from "./request.ts";
@@ -88,7 +88,7 @@ export interface ResponseObject {
   }[];
   top_logprobs: number;
   top_p: number | null;
-  truncation: "disabled";
+  truncation: "disabled" | "auto";
   usage: ResponsesUsage | null;
   user: string | null;
   metadata: Record<string, string>;
@@ -102,17 +102,22 @@ export interface ResponseMeta {
 }
 
 /** OpenAI's id shapes: a prefix and 48 hex digits. */
-export function newId(prefix: "resp" | "msg" | "fc" | "rs"): string {
+export function newId(prefix: "resp" | "msg" | "fc" | "fco" | "rs"): string {
   return `${prefix}_${randomBytes(24).toString("hex")}`;
 }
 
-export function responsesUsage(promptTokens: number, outputTokens: number, cachedTokens = 0): ResponsesUsage {
+/** The chat usage in the Responses shape. */
+export function responsesUsage(u: Usage): ResponsesUsage {
+  const promptTokens = u.prompt_tokens;
+  const outputTokens = u.completion_tokens;
   return {
     input_tokens: promptTokens,
-    input_tokens_details: { cached_tokens: cachedTokens, cache_write_tokens: 0 },
+    input_tokens_details: {
+      cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0,
+      cache_write_tokens: 0,
+    },
     output_tokens: outputTokens,
-    // Debt: a reasoning model's think-block tokens are not counted apart (the parser splits text).
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: u.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: promptTokens + outputTokens,
   };
 }
@@ -165,7 +170,7 @@ export function responseObject(
     })),
     top_logprobs: w.top_logprobs ?? 0,
     top_p: w.top_p ?? null,
-    truncation: "disabled",
+    truncation: w.truncation ?? "disabled",
     usage,
     user: w.user ?? null,
     metadata: w.metadata ?? {},
@@ -227,13 +232,12 @@ export function toResponseObject(
   meta: ResponseMeta,
   chat: ChatCompletionResponse,
 ): ResponseObject {
-  const u = chat.usage;
   return responseObject(
     req,
     meta,
     responseStatus(chat.choices[0]!.finish_reason),
     outputItems(chat),
-    responsesUsage(u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details?.cached_tokens),
+    responsesUsage(chat.usage),
   );
 }
 

@@ -134,7 +134,7 @@ export const responseObjectSchema = closed(
     },
     top_logprobs: { type: "integer", minimum: 0, maximum: 20 },
     top_p: nullable({ type: "number" }),
-    truncation: { const: "disabled" },
+    truncation: { enum: ["disabled", "auto"] },
     usage: nullable(responsesUsageSchema),
     user: nullable(str),
     metadata: { type: "object", additionalProperties: str },
@@ -204,6 +204,65 @@ export const responsesStreamEventSchema: JsonSchema = {
     closed({ type: { const: "error" }, code: nullable(str), message: str, param: nullable(str), ...seq }),
   ],
 };
+
+const inputText = closed({ type: { const: "input_text" }, text: str });
+const storedOutputText = closed({
+  type: { const: "output_text" },
+  text: str,
+  annotations: { type: "array" },
+});
+const refusal = closed({ type: { const: "refusal" }, refusal: str });
+const completed = { const: "completed" };
+
+/** An item of a stored response's conversation, as GET /v1/responses/{id}/input_items lists it. */
+const inputItem = {
+  anyOf: [
+    closed({
+      id: str,
+      type: { const: "message" },
+      role: { enum: ["user", "system", "developer"] },
+      status: completed,
+      content: { type: "array", items: inputText },
+    }),
+    closed({
+      id: str,
+      type: { const: "message" },
+      role: { const: "assistant" },
+      status: completed,
+      content: { type: "array", items: { anyOf: [storedOutputText, refusal] } },
+    }),
+    closed({
+      id: str,
+      type: { const: "function_call" },
+      status: completed,
+      call_id: str,
+      name: str,
+      arguments: str,
+    }),
+    closed({
+      id: str,
+      type: { const: "function_call_output" },
+      status: completed,
+      call_id: str,
+      output: { anyOf: [str, { type: "array", items: inputText }] },
+    }),
+    closed({
+      id: str,
+      type: { const: "reasoning" },
+      status: completed,
+      summary: { type: "array", maxItems: 0 },
+      content: { type: "array", items: reasoningText },
+    }),
+  ],
+};
+
+export const inputItemListSchema = closed({
+  object: { const: "list" },
+  data: { type: "array", items: inputItem },
+  first_id: nullable(str),
+  last_id: nullable(str),
+  has_more: { type: "boolean" },
+});
 
 export const deletedResponseSchema = closed({
   id: str,

@@ -163,13 +163,12 @@ export class ResponsesStreamer {
       }
     }
     if (chunk.usage && chunk.choices.length === 0) {
-      const u = chunk.usage;
       const response = responseObject(
         this.req,
         this.meta,
         this.status,
         this.output,
-        responsesUsage(u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details?.cached_tokens),
+        responsesUsage(chunk.usage),
       );
       send({ type: this.status === "completed" ? "response.completed" : "response.incomplete", response });
     }

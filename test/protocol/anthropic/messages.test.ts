@@ -151,12 +151,24 @@ describe("Messages request → chat request", () => {
     );
     expect400(() => parseMessagesRequest(body({ max_tokens: 0 })), "max_tokens");
     expect400(() => parseMessagesRequest(body({ temperature: 1.5 })), "temperature");
-    const thinking = expect400(
-      () => parseMessagesRequest(body({ thinking: { type: "enabled", budget_tokens: 1024 } })),
-      "thinking",
-      "unsupported_parameter",
+    // Anthropic's ranges for a thinking budget: at least 1024, and fewer than max_tokens.
+    expect400(
+      () => parseMessagesRequest(body({ thinking: { type: "enabled", budget_tokens: 1023 } })),
+      "thinking.budget_tokens",
     );
-    expect(thinking.message).toContain("thinking budget");
+    const over = expect400(
+      () =>
+        parseMessagesRequest(body({ max_tokens: 1024, thinking: { type: "enabled", budget_tokens: 1024 } })),
+      "thinking.budget_tokens",
+    );
+    expect(over.message).toContain("max_tokens");
+    expect400(() => parseMessagesRequest(body({ thinking: { type: "enabled" } })), "thinking.budget_tokens");
+    expect400(() => parseMessagesRequest(body({ thinking: { type: "adaptive" } })), "thinking.type");
+    const enabled = parseMessagesRequest(
+      body({ max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 2000 } }),
+    ).chat;
+    expect(enabled.chat_template_kwargs).toEqual({ enable_thinking: true });
+    expect(enabled.thinking_token_budget).toBe(2000);
     const disabled = parseMessagesRequest(body({ thinking: { type: "disabled" } })).chat;
     expect(disabled.messages).toHaveLength(1);
     expect(disabled.chat_template_kwargs).toEqual({ enable_thinking: false });

@@ -215,7 +215,7 @@ describe("Responses request → chat request", () => {
       [{ tools: [WEATHER], tool_choice: { type: "function", name: "nope" } }, "tool_choice.name"],
       [{ tool_choice: "required" }, "tool_choice"],
       [{ reasoning: { summary: "auto" } }, "reasoning.summary", "unsupported_parameter"],
-      [{ truncation: "auto" }, "truncation", "unsupported_parameter"],
+      [{ truncation: "middle" }, "truncation"],
       [{ background: true }, "background", "unsupported_parameter"],
       [{ conversation: "conv_1" }, "conversation", "unsupported_parameter"],
       [
