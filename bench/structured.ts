@@ -5,7 +5,10 @@
  * token by token with SmolLM2's tokenizer; must be 0 for accepted schemas), and, for a sample of
  * accepted schemas, model outputs (temperature 1, through the Engine) that validate with Ajv.
  *
- *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--json out.json]
+ *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--only <regex>] [--json out.json]
+ *
+ * `--only` keeps the schema files whose names match the regex (a subset for quick runs); the JSON
+ * report names each valid instance masked out, for breaking them down by cause.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,11 +34,14 @@ function arg(name: string, fallback: string): string {
 
 const folder = process.argv[2];
 if (!folder || folder.startsWith("--")) {
-  console.error("usage: node bench/structured.ts <folder> [--outputs N] [--max-tokens N] [--json out.json]");
+  console.error(
+    "usage: node bench/structured.ts <folder> [--outputs N] [--max-tokens N] [--only <regex>] [--json out.json]",
+  );
   process.exit(2);
 }
 const outputsWanted = Number(arg("--outputs", "20"));
 const maxTokens = Number(arg("--max-tokens", "256"));
+const only = new RegExp(arg("--only", ""));
 
 interface BenchFile {
   schema: unknown;
@@ -52,7 +58,7 @@ const words = Math.ceil(decoder.vocabSize / 32);
 const allowed = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
 
 const files = readdirSync(folder)
-  .filter((f) => f.endsWith(".json"))
+  .filter((f) => f.endsWith(".json") && only.test(f))
   .sort();
 const refusedBy = new Map<string, number>();
 const backendErrors: string[] = [];
@@ -68,6 +74,7 @@ let validInstances = 0;
 let validMasked = 0;
 let invalidInstances = 0;
 const wronglyAccepted: string[] = [];
+const maskedOut: { file: string; description: string; data: unknown }[] = [];
 
 /** Drives the instance's tokens through a fresh matcher; true when every token and then EOS was allowed. */
 async function drive(c: StructuredConstraint, text: string): Promise<boolean> {
@@ -117,7 +124,10 @@ for (const f of files) {
     const ok = await drive(constraint, JSON.stringify(t.data));
     if (t.valid) {
       validInstances++;
-      if (!ok) validMasked++;
+      if (!ok) {
+        validMasked++;
+        maskedOut.push({ file: f, description: t.description ?? "", data: t.data });
+      }
     } else {
       invalidInstances++;
       if (ok) wronglyAccepted.push(`${f}: ${t.description ?? ""} ${JSON.stringify(t.data).slice(0, 120)}`);
@@ -229,5 +239,9 @@ const json = arg("--json", "");
 if (json)
   writeFileSync(
     json,
-    JSON.stringify({ ...report, wronglyAccepted, backendErrors, invalidOutputs, refusedOutputs }, null, 2),
+    JSON.stringify(
+      { ...report, wronglyAccepted, backendErrors, invalidOutputs, refusedOutputs, maskedOut },
+      null,
+      2,
+    ),
   );

@@ -31,8 +31,8 @@ export const KEYWORD_CASES: KeywordCase[] = [
       properties: { a: { type: "integer" }, b: { type: "string" } },
       required: ["a"],
     },
-    valid: [{ a: 1 }, { a: 1, b: "x" }],
-    invalid: [{}, { a: "x" }, { b: "x" }, { a: 1, c: 2 }, []],
+    valid: [{ a: 1 }, { a: 1, b: "x" }, { a: 1, c: 2 }],
+    invalid: [{}, { a: "x" }, { b: "x" }, { a: 1, b: 2 }, []],
   },
   {
     name: "properties without type",
@@ -49,9 +49,62 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "additionalProperties beside properties",
     schema: { type: "object", properties: { a: { type: "integer" } }, additionalProperties: true },
+    valid: [{ a: 1 }, { a: 1, b: "x" }, { b: [1, { a: "x" }] }, {}],
+    invalid: [{ a: "x" }, { b: 1, a: "x" }, []],
+  },
+  {
+    name: "properties without additionalProperties: extra properties of any value",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "string" } },
+      required: ["b"],
+    },
+    valid: [{ b: "x" }, { a: 1, b: "x", c: null }, { b: "x", "": 1, aa: "s", bb: 2 }],
+    // Narrowed: extra properties come after the declared ones.
+    invalid: [{ a: 1 }, { a: "x", b: "x" }, { b: 1 }, { b: "x", a: 1 }],
+  },
+  {
+    name: "additionalProperties schema beside properties",
+    schema: {
+      type: "object",
+      properties: { a: { type: "string" }, ab: { type: "integer" } },
+      required: ["a"],
+      additionalProperties: { type: "integer" },
+    },
+    valid: [{ a: "x" }, { a: "x", b: 1 }, { a: "x", ab: 2, abc: 3, "": 4, A: 5 }],
+    invalid: [{ a: "x", b: "y" }, { a: "x", ab: "y" }, { a: "x", abc: "y" }, { a: 1 }, { b: 1 }],
+  },
+  {
+    name: "open objects nested through $ref and items",
+    schema: {
+      $defs: {
+        node: {
+          type: "object",
+          properties: { v: { type: "integer" }, kids: { type: "array", items: { $ref: "#/$defs/node" } } },
+          required: ["v"],
+        },
+      },
+      $ref: "#/$defs/node",
+    },
+    valid: [{ v: 1, kids: [{ v: 2, note: "x" }], note: true }],
+    invalid: [
+      { v: 1, kids: [{ v: "2" }] },
+      { v: 1, kids: [{ w: 2 }] },
+    ],
+  },
+  {
+    name: "properties beside minProperties: closed",
+    schema: { type: "object", properties: { a: { type: "integer" } }, minProperties: 1 },
+    // Narrowed: a count of properties keeps the object closed (extra properties not generated).
     valid: [{ a: 1 }],
+    invalid: [{}, { a: "x" }],
+  },
+  {
+    name: "a declared name outside printable ASCII: closed",
+    schema: { type: "object", properties: { é: { type: "integer" }, a: { type: "integer" } } },
+    valid: [{ é: 1 }, { a: 1 }],
     // Narrowed: extra properties are not generated.
-    invalid: [{ a: "x" }],
+    invalid: [{ é: "x" }, { é: 1, a: "x" }, { é: 1, z: 1 }],
   },
   {
     name: "items",
@@ -560,7 +613,7 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "required without properties",
     schema: { type: "object", required: ["a"] },
-    valid: [{ a: 1 }, { a: "x" }],
+    valid: [{ a: 1 }, { a: "x" }, { a: 1, b: 2 }],
     invalid: [{}, { b: 1 }],
   },
   {

@@ -103,6 +103,31 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     expect(() => checkSupported(tag({ type: "integer", not: { const: 1 } }))).toThrow(/not/);
   });
 
+  it("open objects: an extra property never repeats a declared name, in any spelling", async () => {
+    const c: StructuredConstraint = {
+      kind: "json_schema",
+      schema: JSON.stringify({
+        type: "object",
+        properties: { a: { type: "integer" }, ab: { type: "string" } },
+        additionalProperties: { type: "integer" },
+      }),
+      anyWhitespace: true,
+    };
+    for (const t of ['{"a": 1, "abc": 2, "b": 3}', '{"ab": "x", "": 1}', '{"x": 1, "x": 2}'])
+      expect(await drive(c, t), t).toBe("accepted");
+    // JSON.parse keeps the last of repeated names: each of these parses to a value the schema
+    // forbids (or spells a declared name through an escape, which extra names never use).
+    for (const t of [
+      '{"a": 1, "a": "x"}',
+      '{"ab": "x", "ab": 1}',
+      '{"a": "x"}',
+      '{"\\u0061": "x"}',
+      '{"a\\u0062": 1}',
+      '{"x": 1, "a": "x"}',
+    ])
+      expect(await drive(c, t), t).not.toBe("accepted");
+  });
+
   it("json_object: any object, nothing else", async () => {
     const c: StructuredConstraint = { kind: "json_object", anyWhitespace: true };
     expect(await drive(c, '{"a": [1, {"b": null}], "c": "d"}')).toBe("accepted");
