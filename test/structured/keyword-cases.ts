@@ -126,6 +126,13 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalid: [[], [1, 2, 3]],
   },
   {
+    name: "array bounds without items: items of any kind",
+    schema: { type: "array", prefixItems: [{ type: "integer" }], maxItems: 3 },
+    valid: [[1], [1, "x", { a: [] }]],
+    // Narrowed: every prefix item is present ([] is valid).
+    invalid: [["x"], [1, 2, 3, 4], {}, []],
+  },
+  {
     name: "minLength, maxLength",
     schema: { type: "string", minLength: 2, maxLength: 3 },
     // Lengths count code points, as JSON Schema does.
@@ -297,6 +304,14 @@ export const KEYWORD_CASES: KeywordCase[] = [
     schema: { type: "object", additionalProperties: { type: "integer" }, minProperties: 1, maxProperties: 1 },
     valid: [{ a: 1 }],
     invalid: [{}, { a: 1, b: 2 }],
+  },
+  {
+    name: "minProperties above 1 beside additionalProperties",
+    schema: { type: "object", additionalProperties: { type: "integer" }, minProperties: 2 },
+    valid: [{ a: 1, b: 2 }],
+    // The backend would take {"a": 1, "a": 2}, one property once parsed.
+    invalid: [{ a: 1 }],
+    refuses: "minProperties above 1",
   },
   {
     name: "anyOf",

@@ -314,6 +314,14 @@ function narrow(s: Schema): Schema {
     for (const [ts, ks] of kinds)
       if (!types.some((t) => ts.includes(t as string))) for (const k of ks) delete out[k];
   }
+  // Items of any kind, said outright: the backend's strict mode reads absent items as none.
+  if (
+    !("items" in out) &&
+    !("enum" in out) &&
+    !("const" in out) &&
+    (Array.isArray(out.type) ? out.type : [out.type]).includes("array")
+  )
+    out.items = true;
   // An array of at most one item has unique items.
   if (out.uniqueItems === true && (out.minItems === undefined || (out.minItems as number) <= 1)) {
     delete out.uniqueItems;

@@ -221,6 +221,13 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
         throw new UnsupportedSchema(at, `${k} that is not a non-negative integer`);
     if ((o.minLength as number) > (o.maxLength as number))
       throw new UnsupportedSchema(at, "minLength greater than maxLength (no string satisfies it)");
+    // The backend counts an extra name each time it is written, JSON.parse keeps one: {"a":1,"a":2}
+    // would pass minProperties 2 (measured).
+    if ((o.minProperties as number) > 1 && "additionalProperties" in o && o.additionalProperties !== false)
+      throw new UnsupportedSchema(
+        at,
+        "minProperties above 1 beside additionalProperties (a repeated name counts twice)",
+      );
     if ("$ref" in o) walk(resolveRef(root, o.$ref, at), String(o.$ref));
     // The backend takes $ref, anyOf and allOf alone: assertions beside them are not combined (measured).
     const combinators = COMBINATORS.filter((k) => k in o);
