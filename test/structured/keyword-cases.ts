@@ -59,9 +59,58 @@ export const KEYWORD_CASES: KeywordCase[] = [
       properties: { a: { type: "integer" }, b: { type: "string" } },
       required: ["b"],
     },
-    valid: [{ b: "x" }, { a: 1, b: "x", c: null }, { b: "x", "": 1, aa: "s", bb: 2 }],
-    // Narrowed: extra properties come after the declared ones.
-    invalid: [{ a: 1 }, { a: "x", b: "x" }, { b: 1 }, { b: "x", a: 1 }],
+    valid: [{ b: "x" }, { a: 1, b: "x", c: null }, { b: "x", "": 1, aa: "s", bb: 2 }, { c: 1, b: "x", a: 1 }],
+    invalid: [{ a: 1 }, { a: "x", b: "x" }, { b: 1 }, { c: 1, a: 1 }, { b: "x", c: 1, a: "x" }],
+  },
+  {
+    name: "properties in any order, required names tracked",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "integer" },
+        b: { type: "string" },
+        c: { type: "null" },
+        d: { type: "boolean" },
+      },
+      required: ["a", "c", "d"],
+      additionalProperties: false,
+    },
+    valid: [
+      { a: 1, c: null, d: true },
+      { d: false, c: null, a: 2 },
+      { c: null, b: "x", a: 3, d: true },
+    ],
+    invalid: [
+      { d: true, c: null },
+      { c: null, a: 1 },
+      { d: true, b: "x", a: 1 },
+      { c: null, a: 1, d: true, e: 1 },
+      {},
+    ],
+  },
+  {
+    name: "more required names than tracked: declared order",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "integer" },
+        b: { type: "integer" },
+        c: { type: "integer" },
+        d: { type: "integer" },
+        e: { type: "integer" },
+      },
+      required: ["a", "b", "c", "d", "e"],
+    },
+    valid: [
+      { a: 1, b: 2, c: 3, d: 4, e: 5 },
+      { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 },
+    ],
+    // Narrowed: five required names keep the declared order.
+    invalid: [
+      { a: 1, b: 2, c: 3, d: 4 },
+      { a: 1, b: "2", c: 3, d: 4, e: 5 },
+      { b: 2, a: 1, c: 3, d: 4, e: 5 },
+    ],
   },
   {
     name: "additionalProperties schema beside properties",

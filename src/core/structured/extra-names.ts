@@ -69,43 +69,62 @@ export function extraNameRuleName(i: number): string {
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+export function spliceError(why: string): Error {
+  return new Error(`a schema part the grammar does not keep apart (${why})`);
+}
+
+/**
+ * The grammar with the marker const `text` taken out of the anyOf it was put in (schema-support.ts
+ * backendPatterns): XGrammar writes `C ::= (("\"text\""))` and `R ::= ((C) | ...rest)`; C is
+ * dropped and R keeps the rest, R's name returned. Undefined when the marker is not in the grammar
+ * (a definition nothing references); throws when it is there in another shape.
+ */
+export function unmark(ebnf: string, text: string): { ebnf: string; rule: string } | undefined {
+  const marker = `"\\"${text}\\""`;
+  if (!ebnf.includes(marker)) return undefined;
+  const lines = ebnf.split("\n");
+  const caseRe = new RegExp(`^([\\w.-]+) ::= \\(\\(${escapeRe(marker)}\\)\\)$`);
+  const caseLines = lines.filter((l) => caseRe.test(l));
+  if (caseLines.length !== 1 || lines.filter((l) => l.includes(marker)).length !== 1)
+    throw spliceError(`the marker ${text}`);
+  const caseRule = caseRe.exec(caseLines[0]!)![1]!;
+  const ruleRe = new RegExp(`^([\\w.-]+) ::= \\(\\(${escapeRe(caseRule)}\\) \\| (.*)$`);
+  const ruleLines = lines.filter((l) => ruleRe.test(l));
+  if (ruleLines.length !== 1) throw spliceError(`the rule of ${text}`);
+  const rule = ruleRe.exec(ruleLines[0]!)![1]!;
+  const out = lines
+    .filter((l) => l !== caseLines[0])
+    .map((l) => (l === ruleLines[0] ? l.replace(ruleRe, "$1 ::= ($2") : l))
+    .join("\n");
+  if (new RegExp(`(^|[^\\w.-])${escapeRe(caseRule)}($|[^\\w.-])`).test(out))
+    throw spliceError(`the rule of ${text} used elsewhere`);
+  return { ebnf: out, rule };
+}
+
+/** How often the rule is named in the grammar (its definition included). */
+export function ruleUses(ebnf: string, rule: string): number {
+  return ebnf.match(new RegExp(`(?<![\\w.-])${escapeRe(rule)}(?![\\w.-])`, "g"))?.length ?? 0;
+}
+
 /**
  * XGrammar's grammar (EBNF text) with slot i's extra key spelling none of `declared`. A slot whose
  * marker is not in the grammar (an object in a definition nothing references) leaves it as it is.
  */
 export function spliceExtraNames(ebnf: string, i: number, declared: readonly string[]): string {
-  const marker = `"\\"${EXTRA_SLOT}${i}\\""`;
-  if (!ebnf.includes(marker)) return ebnf;
-  const fail = (why: string) => {
-    throw new Error(`extra properties the grammar does not keep apart (${why})`);
-  };
-  const lines = ebnf.split("\n");
-  const caseRe = new RegExp(`^(\\w+) ::= \\(\\(${escapeRe(marker)}\\)\\)$`);
-  const caseLines = lines.filter((l) => caseRe.test(l));
-  if (caseLines.length !== 1 || lines.filter((l) => l.includes(marker)).length !== 1) fail("the marker");
-  const caseRule = caseRe.exec(caseLines[0]!)![1]!;
-  // The extra-properties value: the anyOf of the marker and the real schema.
-  const valueRe = new RegExp(`^(\\w+) ::= \\(\\(${caseRule}\\) \\| (.*)$`);
-  const valueLines = lines.filter((l) => valueRe.test(l));
-  if (valueLines.length !== 1) fail("the value rule");
-  const valueRule = valueRe.exec(valueLines[0]!)![1]!;
-  const out = lines
-    .filter((l) => l !== caseLines[0])
-    .map((l) => (l === valueLines[0] ? l.replace(valueRe, "$1 ::= ($2") : l));
-  let text = out.join("\n");
-  if (new RegExp(`\\b${caseRule}\\b`).test(text)) fail("the marker's rule used elsewhere");
+  const found = unmark(ebnf, `${EXTRA_SLOT}${i}`);
+  if (!found) return ebnf;
+  const { rule } = found;
   // `basic_string [sep] ":" [sep] value`: the extra key, the only place the value rule is used.
   const keyRule = extraNameRuleName(i);
   const pairRe = new RegExp(
-    `\\bbasic_string((?: \\[ \\\\n\\\\t\\]\\S*)? ":"(?: \\[ \\\\n\\\\t\\]\\S*)? )${valueRule}(?=[ )])`,
+    `\\bbasic_string((?: \\[ \\\\n\\\\t\\]\\S*)? ":"(?: \\[ \\\\n\\\\t\\]\\S*)? )${escapeRe(rule)}(?=[ )])`,
     "g",
   );
   let pairs = 0;
-  text = text.replace(pairRe, (_m, sep: string) => {
+  const text = found.ebnf.replace(pairRe, (_m, sep: string) => {
     pairs++;
-    return `${keyRule}${sep}${valueRule}`;
+    return `${keyRule}${sep}${rule}`;
   });
-  const uses = text.match(new RegExp(`\\b${valueRule}\\b`, "g"))?.length ?? 0;
-  if (pairs === 0 || uses !== pairs + 1) fail("the key before the value");
+  if (pairs === 0 || ruleUses(text, rule) !== pairs + 1) throw spliceError("the key before the extra value");
   return `${text}\n${extraNameRules(keyRule, declared).join("\n")}`;
 }

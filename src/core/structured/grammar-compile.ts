@@ -6,6 +6,7 @@
  */
 import { ebnfString, type StructuredConstraint, THINK_CLOSE, THINK_OPEN } from "./constraint-spec.ts";
 import { spliceExtraNames } from "./extra-names.ts";
+import { spliceAnyOrder } from "./object-order.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
@@ -56,8 +57,9 @@ async function schemaGrammar(
   xg: XGrammar,
   c: { schema: string; anyWhitespace: boolean },
 ): Promise<{ ebnf: string } | { schemaText: string }> {
-  const { schema, rangeRules, extraNames } = backendJsonSchema(JSON.parse(c.schema));
-  if (rangeRules.length === 0 && extraNames.length === 0) return { schemaText: JSON.stringify(schema) };
+  const { schema, rangeRules, extraNames, objects } = backendJsonSchema(JSON.parse(c.schema));
+  if (rangeRules.length === 0 && extraNames.length === 0 && objects.length === 0)
+    return { schemaText: JSON.stringify(schema) };
   const grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), ...jsonArgs(c.anyWhitespace), true);
   let ebnf: string;
   try {
@@ -74,6 +76,9 @@ async function schemaGrammar(
   if (ebnf.includes(RANGE_SLOT)) throw new Error("a numeric range the grammar does not keep apart");
   extraNames.forEach((names, i) => {
     ebnf = spliceExtraNames(ebnf, i, names);
+  });
+  objects.forEach((slot, j) => {
+    ebnf = spliceAnyOrder(ebnf, j, slot, c.anyWhitespace);
   });
   return { ebnf };
 }

@@ -10,6 +10,7 @@
 
 import { EXTRA_SLOT } from "./extra-names.ts";
 import { integerBounds, rangeRules } from "./numeric-range.ts";
+import { anyOrderSlot, extraMarker, OBJECT_SLOT, type ObjectSlot, propertyMarker } from "./object-order.ts";
 import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
 import { normalizeSchema } from "./schema-normalize.ts";
 
@@ -99,7 +100,7 @@ export interface CheckOptions {
 export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
   const root = normalizeSchema(schema, { openObjects: options.splicedRules });
   if (options.splicedRules)
-    for (const slot of [RANGE_SLOT, EXTRA_SLOT])
+    for (const slot of [RANGE_SLOT, EXTRA_SLOT, OBJECT_SLOT])
       if (JSON.stringify(root).includes(slot))
         throw new UnsupportedSchema("", `the text ${slot}, which marks spliced grammar rules`);
   const seen = new Set<unknown>();
@@ -320,6 +321,32 @@ export interface Splices {
   rangeRules: string[];
   /** Extra-name slot i's declared names (extra-names.ts spliceExtraNames). */
   extraNames: string[][];
+  /** Any-order object slot j (object-order.ts spliceAnyOrder). */
+  objects: ObjectSlot[];
+  /** Every $ref of the schema. */
+  refs: string[];
+}
+
+/**
+ * An object marked for an any-order rule: the whole as anyOf [const `${OBJECT_SLOT}<j>`, the
+ * object] (its definitions kept where they were), each property's value and the extra-properties
+ * value as anyOf [their marker, their schema].
+ */
+function anyOrderObject(o: Record<string, unknown>, slot: ObjectSlot, splices: Splices): unknown {
+  const j = splices.objects.push(slot) - 1;
+  const { $defs, definitions, ...rest } = o;
+  rest.properties = Object.fromEntries(
+    slot.names.map((n, i) => [
+      n,
+      { anyOf: [{ const: propertyMarker(j, i) }, (o.properties as Record<string, unknown>)[n]] },
+    ]),
+  );
+  if (slot.open) rest.additionalProperties = { anyOf: [{ const: extraMarker(j) }, o.additionalProperties] };
+  return {
+    anyOf: [{ const: `${OBJECT_SLOT}${j}` }, rest],
+    ...($defs === undefined ? {} : { $defs }),
+    ...(definitions === undefined ? {} : { definitions }),
+  };
 }
 
 /**
@@ -330,8 +357,14 @@ export interface Splices {
  * keeps apart from extraNames[i]. Call after checkJsonSchema with splicedRules.
  */
 export function backendJsonSchema(schema: unknown): { schema: unknown } & Splices {
-  const splices: Splices = { rangeRules: [], extraNames: [] };
-  return { schema: backendPatterns(normalizeSchema(schema, { openObjects: true }), splices), ...splices };
+  const normalized = normalizeSchema(schema, { openObjects: true });
+  const refs: string[] = [];
+  JSON.stringify(normalized, (k, v) => {
+    if (k === "$ref" && typeof v === "string") refs.push(v);
+    return v;
+  });
+  const splices: Splices = { rangeRules: [], extraNames: [], objects: [], refs };
+  return { schema: backendPatterns(normalized, splices), ...splices };
 }
 
 /** The EBNF rules of range slot i, entered by rangeRuleName(i). */
@@ -351,7 +384,7 @@ export function rangeRuleName(i: number): string {
  * forJsonString), the date formats as exact patterns and string lengths as patterns (lengthPattern).
  * Call after checkJsonSchema passed.
  */
-function backendPatterns(schema: unknown, splices?: Splices): unknown {
+function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
   const out: Record<string, unknown> = { ...schema };
   if (splices && NUMBER_KEYWORDS.some((k) => k in out)) {
@@ -359,7 +392,7 @@ function backendPatterns(schema: unknown, splices?: Splices): unknown {
     rangeRules.push(rangeRule(out, rangeRules.length));
     return { const: `${RANGE_SLOT}${rangeRules.length - 1}` };
   }
-  const sub = (s: unknown) => backendPatterns(s, splices);
+  const sub = (s: unknown, key: string) => backendPatterns(s, splices, `${at}/${key}`);
   if (typeof out.pattern === "string") {
     const json = forJsonString(out.pattern);
     if ("pattern" in json) out.pattern = json.pattern;
@@ -376,10 +409,19 @@ function backendPatterns(schema: unknown, splices?: Splices): unknown {
   // Recursion only into the places a subschema may sit (checkJsonSchema refused the others).
   for (const k of ["properties", "$defs", "definitions"])
     if (typeof out[k] === "object" && out[k] !== null)
-      out[k] = Object.fromEntries(Object.entries(out[k]).map(([name, v]) => [name, sub(v)]));
+      out[k] = Object.fromEntries(
+        Object.entries(out[k]).map(([name, v]) => [name, sub(v, `${k}/${escapePointer(name)}`)]),
+      );
   for (const k of ["anyOf", "allOf", "prefixItems"])
-    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(sub);
-  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k]);
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map((v, i) => sub(v, `${k}/${i}`));
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k], k);
+  const slot = splices && anyOrderSlot(out);
+  // A $ref into the object's own parts (not its definitions) would find them marked: keep the
+  // declared order there.
+  const refInside = splices?.refs.some(
+    (r) => r.startsWith(`#${at}/`) && !/^(\$defs|definitions)\//.test(r.slice(at.length + 2)),
+  );
+  if (splices && slot && !refInside) return anyOrderObject(out, slot, splices);
   const declared =
     typeof out.properties === "object" && out.properties !== null ? Object.keys(out.properties) : [];
   if (splices && declared.length > 0 && "additionalProperties" in out && out.additionalProperties !== false) {
