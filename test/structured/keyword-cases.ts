@@ -89,6 +89,20 @@ export const KEYWORD_CASES: KeywordCase[] = [
     ],
   },
   {
+    name: "a $ref into an object's properties: that object in declared order",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { $ref: "#/properties/a" } },
+      required: ["a"],
+    },
+    valid: [
+      { a: 1, b: 2 },
+      { a: 1, z: "x" },
+    ],
+    // Narrowed: declared order, extra properties after the declared ones.
+    invalid: [{ a: 1, b: "x" }, { b: 2 }, { b: 2, a: 1 }],
+  },
+  {
     name: "more required names than tracked: declared order",
     schema: {
       type: "object",
