@@ -103,6 +103,24 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalid: [{ a: 1, b: "x" }, { b: 2 }, { b: 2, a: 1 }],
   },
   {
+    name: "properties beside enum: the enum",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "integer" } },
+      enum: [{ a: 1, b: 2 }, { b: 3 }],
+    },
+    valid: [{ a: 1, b: 2 }, { b: 3 }],
+    // Narrowed: the enum's values as written ({b: 2, a: 1} is valid).
+    invalid: [{ a: 1 }, { b: 4 }, { b: 2, a: 1 }],
+  },
+  {
+    name: "properties beside another type: that type too",
+    schema: { type: ["object", "string"], properties: { a: { type: "integer" }, b: { type: "integer" } } },
+    valid: [{ a: 1, b: 2 }, "x"],
+    // Narrowed: declared order.
+    invalid: [{ a: "x" }, 1, { b: 2, a: 1 }],
+  },
+  {
     name: "more required names than tracked: declared order",
     schema: {
       type: "object",

@@ -25,16 +25,47 @@ export interface ObjectSlot {
   open: boolean;
 }
 
-/** Whether an object schema can be an any-order object. */
+/**
+ * Keywords beside which the object's rule is not its properties alone (the any-order rule would
+ * drop them): values, combinators, counts, names and dependencies.
+ */
+const KEEP = [
+  "enum",
+  "const",
+  "anyOf",
+  "allOf",
+  "oneOf",
+  "not",
+  "$ref",
+  "$dynamicRef",
+  "$recursiveRef",
+  "if",
+  "then",
+  "else",
+  "minProperties",
+  "maxProperties",
+  "patternProperties",
+  "propertyNames",
+  "dependentSchemas",
+  "dependentRequired",
+  "dependencies",
+  "unevaluatedProperties",
+];
+
+/**
+ * The slot of an object schema that can be an any-order object: of type object alone (another
+ * type beside it would be dropped), without the KEEP keywords, and with plain names.
+ */
 export function anyOrderSlot(o: Record<string, unknown>): ObjectSlot | undefined {
+  const type = Array.isArray(o.type) && o.type.length === 1 ? o.type[0] : o.type;
+  if (type !== "object" || KEEP.some((k) => k in o)) return undefined;
   const props = o.properties;
   if (typeof props !== "object" || props === null || Array.isArray(props)) return undefined;
   const names = Object.keys(props);
   const open = "additionalProperties" in o && o.additionalProperties !== false;
   if (!("additionalProperties" in o) || names.length + (open ? 1 : 0) < 2) return undefined;
   const required = Array.isArray(o.required) ? [...new Set(o.required as string[])] : [];
-  const other = ["minProperties", "maxProperties", "patternProperties", "propertyNames"];
-  if (other.some((k) => k in o) || required.length > MAX_REQUIRED) return undefined;
+  if (required.length > MAX_REQUIRED) return undefined;
   if (!names.every((n) => PLAIN.test(n)) || !required.every((r) => names.includes(r))) return undefined;
   return { names, required, open };
 }
