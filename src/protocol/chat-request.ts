@@ -4,6 +4,7 @@
  * that need the model (token ids against the vocabulary, logprob counts, greedy defaults) are
  * applied in to-engine.ts.
  */
+import type { LogitBias } from "../core/sample/params.ts";
 import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
 import { invalidRequest } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
@@ -259,8 +260,8 @@ export interface ChatCompletionRequest {
   model: string;
   frequency_penalty: number;
   presence_penalty: number;
-  /** [token id, bias] pairs, bias clamped to ±100; ids are checked against the vocabulary later. */
-  logit_bias?: [number, number][];
+  /** Token ids and their biases, clamped to ±100; ids are checked against the vocabulary later. */
+  logit_bias?: LogitBias;
   logprobs: boolean;
   top_logprobs: number;
   max_tokens?: number;

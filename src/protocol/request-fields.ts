@@ -3,6 +3,7 @@
  * apart from the field table in chat-request.ts.
  */
 
+import type { LogitBias } from "../core/sample/params.ts";
 import {
   array,
   boolean,
@@ -152,37 +153,64 @@ export const repetitionDetectionSchema: Schema<RepetitionDetectionParams> = tran
 
 const TOKEN_ID_KEY = /^\s*[+-]?\d+\s*$/;
 
+/**
+ * "0", or up to 15 digits without a leading zero (a double holds them exactly): the one spelling of
+ * its id, so no other key of the same object names that id.
+ */
+function isCanonicalId(key: string): boolean {
+  if (key.length === 0 || key.length > 15) return false;
+  if (key.length > 1 && key.charCodeAt(0) === 48) return false;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
 /** Keys named in an error before the rest are counted (a bias map may have a vocabulary's entries). */
 const KEYS_NAMED = 10;
 
 /**
  * Token id → bias, clamped to [-100, 100] (vLLM); later keys win over equal ids. One pass over the
- * object without a path or an entry array per key: a map with a vocabulary's entries is parsed on
- * the thread that serves every stream's chunks.
+ * object into two flat arrays, without a path, a regex or an entry array per key: a map with a
+ * vocabulary's entries is parsed on the thread that serves every stream's chunks, often by code
+ * not yet compiled, so the loop is kept plain.
  */
-export const logitBiasSchema: Schema<[number, number][]> = {
+export const logitBiasSchema: Schema<LogitBias> = {
   parse(input, path) {
     if (!isPlainObject(input)) throw typeError(path, "an object", input);
-    const byId = new Map<number, number>();
+    const keys = Object.keys(input);
+    const ids: number[] = [];
+    const biases: number[] = [];
     const bad: string[] = [];
-    for (const key in input) {
-      if (!TOKEN_ID_KEY.test(key)) {
-        bad.push(key);
-        continue;
+    let canonical = true;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (!isCanonicalId(key)) {
+        if (!TOKEN_ID_KEY.test(key)) {
+          bad.push(key);
+          continue;
+        }
+        canonical = false;
       }
       const value = input[key];
       const v =
         typeof value === "number" && Number.isFinite(value)
           ? value
           : number().parse(value, childPath(path, key.trim()));
-      byId.set(Number(key), Math.min(100, Math.max(-100, v)));
+      ids.push(Number(key));
+      biases.push(Math.min(100, Math.max(-100, v)));
     }
     if (bad.length) {
       const named = bad.slice(0, KEYS_NAMED).map((k) => JSON.stringify(k));
       if (bad.length > KEYS_NAMED) named.push(`and ${bad.length - KEYS_NAMED} more`);
       throw valueError(path, `keys must be integer token ids, but got ${named.join(", ")}.`);
     }
-    return [...byId];
+    // Canonical keys are distinct ids already; " 7", "+7" and "07" may repeat one, and the later wins.
+    if (canonical) return { ids, biases };
+    const byId = new Map<number, number>();
+    for (let i = 0; i < ids.length; i++) byId.set(ids[i]!, biases[i]!);
+    return { ids: [...byId.keys()], biases: [...byId.values()] };
   },
   jsonSchema: () => ({
     type: "object",

@@ -83,11 +83,7 @@ function toGenerateParams(
   vocab: number,
   logprobLimit: number,
 ): GenerateParams {
-  checkTokenIds(
-    "logit_bias",
-    req.logit_bias?.map(([id]) => id),
-    vocab,
-  );
+  checkTokenIds("logit_bias", req.logit_bias?.ids, vocab);
   checkTokenIds("allowed_token_ids", req.allowed_token_ids, vocab);
   checkTokenIds("stop_token_ids", req.stop_token_ids, vocab);
 

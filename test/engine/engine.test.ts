@@ -134,7 +134,7 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
     const forced = await collect(
       pool,
       config,
-      request(prompts[0]!, { sampling: sampling({ logitBias: [[77, 100]] }) }),
+      request(prompts[0]!, { sampling: sampling({ logitBias: { ids: [77], biases: [100] } }) }),
     );
     expect(new Set(forced.choices[0]!.tokens)).toEqual(new Set([77]));
     const allowed = [10, 20, 30];
@@ -152,7 +152,7 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
       pool,
       config,
       request(prompts[0]!, {
-        sampling: sampling({ ignoreEos: false, minTokens: 5, logitBias: [[eos, 100]] }),
+        sampling: sampling({ ignoreEos: false, minTokens: 5, logitBias: { ids: [eos], biases: [100] } }),
       }),
     );
     expect(r.choices[0]!.tokens).toHaveLength(6);
@@ -195,7 +195,7 @@ describe("engine (worker pool, continuous batching) on the synthetic model", () 
       config,
       request(prompts[0]!, {
         maxTokens: 50,
-        sampling: sampling({ logitBias: [[55, 100]] }),
+        sampling: sampling({ logitBias: { ids: [55], biases: [100] } }),
         repetitionDetection: { minPatternSize: 1, maxPatternSize: 4, minCount: 3 },
       }),
     );

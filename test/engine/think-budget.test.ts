@@ -9,6 +9,7 @@ import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GenerateParams } from "../../src/core/request-defaults.ts";
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
+import type { LogitBias } from "../../src/core/sample/params.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { hasModel, MODEL_DIR, MODEL_ID } from "../runner/model-fixture.ts";
 
@@ -19,7 +20,7 @@ const CLOSE = "</think>\n\n";
 describe.skipIf(!hasModel("q4"))("a thinking budget in the engine", () => {
   let engine: Engine;
   let encode: (text: string) => number[];
-  let noClose: [number, number][];
+  let noClose: LogitBias;
   beforeAll(async () => {
     engine = await Engine.open({ workers: 1, threads: 2 });
     const tok = await loadTransformersTokenizer(MODEL_DIR);
@@ -30,7 +31,7 @@ describe.skipIf(!hasModel("q4"))("a thinking budget in the engine", () => {
       const t = tok.decode([id], { skip_special_tokens: false });
       if (t.trimStart().startsWith("</")) starts.add(id);
     }
-    noClose = [...starts].map((id) => [id, -100]);
+    noClose = { ids: [...starts], biases: [...starts].map(() => -100) };
   });
   afterAll(async () => {
     await engine?.close();

@@ -286,12 +286,14 @@ describe("normalisation", () => {
 
   it("logit_bias: integer-string keys, values clamped to ±100, later equal ids win", () => {
     const r = parse({ logit_bias: { "5": 150, "6": -1000, "7": 3.5, "+8": 1, "08": 2 } });
-    expect(r.logit_bias).toEqual([
-      [5, 100],
-      [6, -100],
-      [7, 3.5],
-      [8, 2],
-    ]);
+    expect(r.logit_bias).toEqual({ ids: [5, 6, 7, 8], biases: [100, -100, 3.5, 2] });
+  });
+
+  it("logit_bias: a canonical id and another spelling of it are one id, the later spelling's bias", () => {
+    expect(parse({ logit_bias: { "8": 1, " 8 ": 5, "80": 2 } }).logit_bias).toEqual({
+      ids: [8, 80],
+      biases: [5, 2],
+    });
   });
 
   it("logit_bias: a non-integer key names the keys", () => {

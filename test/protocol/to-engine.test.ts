@@ -145,10 +145,10 @@ describe("token ids against the vocabulary", () => {
     expect(e.message).toBe(
       "token_id(s) [100, -1] in logit_bias contain out-of-vocab token ids. Vocabulary size: 100",
     );
-    expect(engine({ logit_bias: { "0": 150, "99": -2 } }).sampling.logitBias).toEqual([
-      [0, 100],
-      [99, -2],
-    ]);
+    expect(engine({ logit_bias: { "0": 150, "99": -2 } }).sampling.logitBias).toEqual({
+      ids: [0, 99],
+      biases: [100, -2],
+    });
     expect(engine({ logit_bias: {} }).sampling.logitBias).toBeUndefined();
   });
 

@@ -219,7 +219,7 @@ describe.skipIf(addon === undefined)("native kernels", () => {
             logprobs: 20,
           },
           { temperature: 0.9, allowedTokenIds: Array.from({ length: 3000 }, (_, i) => i * 7), logprobs: 2 },
-          { temperature: 1, logitBias: new Map([[17, 30]]), minTokens: 5, eosTokenIds: [2] },
+          { temperature: 1, logitBias: { ids: [17], biases: [30] }, minTokens: 5, eosTokenIds: [2] },
         ];
         const prompt = Array.from({ length: 64 }, (_, i) => (i * 7919) % vocab);
         for (const config of configs) {

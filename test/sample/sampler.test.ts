@@ -27,7 +27,12 @@ describe("logprobs (stages 1 and 13)", () => {
     const r = randomRow(300, 8);
     const ref = logSoftmax(r);
     const s = new SequenceSampler(
-      greedy({ logprobs: 3, repetitionPenalty: 1.5, logitBias: new Map([[7, 50]]), frequencyPenalty: 1 }),
+      greedy({
+        logprobs: 3,
+        repetitionPenalty: 1.5,
+        logitBias: { ids: [7], biases: [50] },
+        frequencyPenalty: 1,
+      }),
       300,
       [1, 2, 3],
     );

@@ -125,10 +125,10 @@ describe("min_tokens (stage 4)", () => {
 describe("logit_bias (stage 5)", () => {
   it("+100 forces a token and -100 removes the favourite", () => {
     const r = randomRow(2000, 9, 2);
-    const s = new SequenceSampler(params({ logitBias: new Map([[1234, 100]]) }), 2000, []);
+    const s = new SequenceSampler(params({ logitBias: { ids: [1234], biases: [100] } }), 2000, []);
     expect(drawMany(s, r, 100)).toEqual(new Set([1234]));
     const top = r.indexOf(Math.max(...r));
-    const g = new SequenceSampler(greedy({ logitBias: new Map([[top, -100]]) }), 2000, []);
+    const g = new SequenceSampler(greedy({ logitBias: { ids: [top], biases: [-100] } }), 2000, []);
     expect(g.sample(r, []).tokenId).not.toBe(top);
   });
 });
@@ -246,7 +246,7 @@ describe("edge cases", () => {
     const s = new SequenceSampler(
       params({
         allowedTokenIds: [1, 2, 3],
-        logitBias: new Map([[2, 5]]),
+        logitBias: { ids: [2], biases: [5] },
         repetitionPenalty: 1.3,
         minTokens: 2,
         eosTokenIds: [1],
@@ -274,7 +274,9 @@ describe("edge cases", () => {
     expect(() => new SequenceSampler(params({ topK: -2 }), 10, [])).toThrow(RangeError);
     expect(() => new SequenceSampler(params({ repetitionPenalty: 0 }), 10, [])).toThrow(RangeError);
     expect(() => new SequenceSampler(params({ allowedTokenIds: [10] }), 10, [])).toThrow(RangeError);
-    expect(() => new SequenceSampler(params({ logitBias: new Map([[-1, 1]]) }), 10, [])).toThrow(RangeError);
+    expect(() => new SequenceSampler(params({ logitBias: { ids: [-1], biases: [1] } }), 10, [])).toThrow(
+      RangeError,
+    );
     expect(() => new SequenceSampler(params(), 10, []).sample(new Float32Array(9), [])).toThrow(RangeError);
   });
 });

@@ -20,8 +20,8 @@ export interface SamplingParams {
   frequencyPenalty: number;
   /** [-2, 2]; output tokens only, once. */
   presencePenalty: number;
-  /** token id → bias added to its logit (clamped to ±100 upstream). */
-  logitBias?: ReadonlyMap<number, number>;
+  /** Bias added to each listed token's logit. */
+  logitBias?: LogitBias;
   /** When set, every other token is excluded. */
   allowedTokenIds?: readonly number[];
   /** Token sequences; the last token is banned when the output ends with the others. */
@@ -91,12 +91,20 @@ export function isGreedy(temperature: number): boolean {
  * sampler's own parameters less what the engine derives per sequence (EOS ids, the tokenized bad
  * words, the per-choice seed, the logprob count, which is a request field).
  */
+/**
+ * logit_bias as two flat arrays (distinct token ids, each one's bias clamped to ±100): a map with a
+ * vocabulary's entries crosses the worker boundary and reaches the sampler without an object per entry.
+ */
+export interface LogitBias {
+  ids: number[];
+  biases: number[];
+}
+
 export type RequestSampling = Omit<
   SamplingParams,
   "logitBias" | "badWordsTokenIds" | "eosTokenIds" | "seed" | "logprobs"
 > & {
-  /** Token id → bias, already clamped to ±100. */
-  logitBias?: [number, number][];
+  logitBias?: LogitBias;
   /** Words to ban; tokenized in the worker (with and without a leading space). */
   badWords?: string[];
   /** Choice i uses seed + i. Absent: a random seed per choice. */
@@ -126,7 +134,7 @@ export function resolveSampling(
     ignoreEos: given.ignoreEos ?? false,
     stopTokenIds: given.stopTokenIds ?? [],
   };
-  if (given.logitBias?.length) out.logitBias = given.logitBias;
+  if (given.logitBias?.ids.length) out.logitBias = given.logitBias;
   if (given.allowedTokenIds) out.allowedTokenIds = given.allowedTokenIds;
   if (given.badWords?.length) out.badWords = given.badWords;
   if (given.seed !== undefined) out.seed = given.seed;

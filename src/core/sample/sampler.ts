@@ -115,9 +115,9 @@ export class SequenceSampler {
       [...stopIds].filter((id) => Number.isInteger(id) && id >= 0 && id < vocabSize),
     );
 
-    if (params.logitBias && params.logitBias.size > 0) {
-      this.#biasIds = Int32Array.from(params.logitBias.keys(), (id) => inVocab("logit_bias", id));
-      this.#biasValues = Float32Array.from(params.logitBias.values());
+    if (params.logitBias?.ids.length) {
+      this.#biasIds = Int32Array.from(params.logitBias.ids, (id) => inVocab("logit_bias", id));
+      this.#biasValues = Float32Array.from(params.logitBias.biases);
     }
 
     const penalties: Penalties = {

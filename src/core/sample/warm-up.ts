@@ -41,7 +41,7 @@ export function warmUp(Sampler: SamplerClass): void {
     badWordsTokenIds: [[4], [6, 8]],
     minTokens: 2,
     stopTokenIds: [10],
-    logitBias: new Map([[12, 1.5]]),
+    logitBias: { ids: [12], biases: [1.5] },
     repetitionPenalty: 1.2,
     frequencyPenalty: 0.3,
     presencePenalty: 0.2,

@@ -276,7 +276,7 @@ function choices(
   const r = a.req;
   const banned = prepared.bannedWords;
   const { model, tokenize } = ctx;
-  const { logitBias, badWords: _badWords, seed, ...sampling } = r.sampling;
+  const { badWords: _badWords, seed, ...sampling } = r.sampling;
   const baseSeed = seed ?? randomSeed();
   const eos = new Set(model.eosTokenIds);
   // Jump-forward needs a constraint; forced tokens are not sampled, so they have no logprobs to give.
@@ -293,7 +293,6 @@ function choices(
     const sampler = new SequenceSampler(
       {
         ...sampling,
-        logitBias: logitBias ? new Map(logitBias) : undefined,
         badWordsTokenIds: banned.length ? banned : undefined,
         eosTokenIds: model.eosTokenIds,
         seed: seedForChoice(baseSeed, i),
