@@ -116,7 +116,7 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
     }
   });
 
-  it("required: at least one valid call of the given tools; parallel_tool_calls=false keeps one", async () => {
+  it("required: at least one valid call of the given tools and no content; parallel_tool_calls=false keeps one", async () => {
     let finished = 0;
     for (const parallel of [true, false]) {
       const r = await client.chat.completions.create({
@@ -135,6 +135,8 @@ describe.skipIf(!haveModel)("tool calls through the OpenAI client", () => {
       expect(c.message.tool_calls!.length).toBeGreaterThanOrEqual(1);
       if (!parallel) expect(c.message.tool_calls).toHaveLength(1);
       for (const call of c.message.tool_calls!) expectValidCall(call as Call);
+      // The grammar allows only calls: no text of the call (or around it) leaks into content.
+      expect(c.message.content).toBeNull();
       finished++;
     }
     expect(finished).toBeGreaterThan(0);
