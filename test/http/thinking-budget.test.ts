@@ -7,9 +7,9 @@
  */
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadTransformersTokenizer } from "../../src/core/runner/tokenizer.ts";
+import { DIGIT_ANSWER_SCHEMA, isDigitAnswer } from "../fixtures/digit-answer.ts";
 import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
 import { chat, type Harness, startHarness } from "./harness.ts";
 
@@ -132,13 +132,7 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
   }, 300_000);
 
   it("a JSON schema still binds the answer after a forced close", async () => {
-    const schema = {
-      type: "object",
-      properties: { n: { type: "integer", minimum: 0, maximum: 9 } },
-      required: ["n"],
-      additionalProperties: false,
-    };
-    const validate = new Ajv().compile(schema);
+    const schema = DIGIT_ANSWER_SCHEMA;
     for (const seed of [1, 2, 3]) {
       const c = await complete("thinker", {
         logit_bias: noClose,
@@ -150,7 +144,7 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
       });
       const m = c.choices[0]!;
       expect(m.finish_reason, JSON.stringify(m.message)).toBe("stop");
-      expect(validate(JSON.parse(m.message.content!)), m.message.content!).toBe(true);
+      expect(isDigitAnswer(JSON.parse(m.message.content!)), m.message.content!).toBe(true);
     }
   });
 
