@@ -165,27 +165,21 @@ export function createApp(deps: AppDeps): express.Express {
     );
 
   // Stored responses: only the key that created one sees it.
-  v1.get("/v1/responses/:responseId", (req, res) => {
-    res.json(
-      deps.responses.retrieve(
-        String(req.params.responseId),
-        req.caller,
-        req.query as Record<string, unknown>,
-      ),
-    );
-  });
-  v1.get("/v1/responses/:responseId/input_items", (req, res) => {
-    res.json(
-      deps.responses.inputItems(
-        String(req.params.responseId),
-        req.caller,
-        req.query as Record<string, unknown>,
-      ),
-    );
-  });
-  v1.delete("/v1/responses/:responseId", async (req, res) => {
-    res.json(await deps.responses.remove(String(req.params.responseId), req.caller));
-  });
+  const stored = deps.responses;
+  type StoredAction = (id: string, caller: Caller | undefined, query: Record<string, unknown>) => unknown;
+  const storedRoutes: [method: "get" | "delete", path: string, action: StoredAction][] = [
+    ["get", "/v1/responses/:responseId", (id, caller, query) => stored.retrieve(id, caller, query)],
+    [
+      "get",
+      "/v1/responses/:responseId/input_items",
+      (id, caller, query) => stored.inputItems(id, caller, query),
+    ],
+    ["delete", "/v1/responses/:responseId", (id, caller) => stored.remove(id, caller)],
+  ];
+  for (const [method, path, action] of storedRoutes)
+    v1[method](path, async (req, res) => {
+      res.json(await action(String(req.params.responseId), req.caller, req.query as Record<string, unknown>));
+    });
 
   // Prompt-only routes: the model's template and tokenizer, nothing generated (no usage row).
   const promptRoute =
