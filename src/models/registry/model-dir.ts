@@ -29,6 +29,7 @@ interface ModelSettings {
   schedulingPolicy: SchedulingPolicy;
   toolParser?: ToolParserName;
   reasoningParser?: ReasoningParserName;
+  thinkingTokenBudget?: number;
   maxModelLen?: number;
   created?: number;
 }
@@ -65,6 +66,13 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
   const reasoningParser = raw.reasoning_parser;
   if (reasoningParser !== undefined && !(REASONING_PARSERS as readonly unknown[]).includes(reasoningParser))
     problems.push(`"reasoning_parser" must be one of ${REASONING_PARSERS.join(", ")}`);
+  const budget = raw.thinking_token_budget;
+  if (budget !== undefined && (!Number.isSafeInteger(budget) || (budget as number) < 0))
+    problems.push('"thinking_token_budget" must be a non-negative integer');
+  else if (budget !== undefined && reasoningParser === undefined)
+    problems.push(
+      '"thinking_token_budget" needs a "reasoning_parser" (a model without one has no think block)',
+    );
   const maxLen = raw.max_model_len;
   if (maxLen !== undefined && (!Number.isSafeInteger(maxLen) || (maxLen as number) <= 0))
     problems.push('"max_model_len" must be a positive integer');
@@ -78,6 +86,7 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
     schedulingPolicy: policy as SchedulingPolicy,
     toolParser: toolParser as ToolParserName | undefined,
     reasoningParser: reasoningParser as ReasoningParserName | undefined,
+    thinkingTokenBudget: budget as number | undefined,
     maxModelLen: maxLen as number | undefined,
     created: created === undefined ? undefined : Math.floor(created as number),
   };
@@ -124,6 +133,7 @@ export function readModelDir(dir: string, dirName: string): ModelDirResult {
   const model: BaseModel = { id, dir, format, schedulingPolicy: settings.schedulingPolicy, created };
   if (settings.toolParser !== undefined) model.toolParser = settings.toolParser;
   if (settings.reasoningParser !== undefined) model.reasoningParser = settings.reasoningParser;
+  if (settings.thinkingTokenBudget !== undefined) model.thinkingTokenBudget = settings.thinkingTokenBudget;
   if (settings.maxModelLen !== undefined) model.maxModelLen = settings.maxModelLen;
   return { ok: true, model, warnings };
 }

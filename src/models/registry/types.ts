@@ -38,6 +38,8 @@ export interface ServedModel {
   toolParser?: ToolParserName;
   /** ortserve.json's reasoning_parser: chat output is split into reasoning and answer. */
   reasoningParser?: ReasoningParserName;
+  /** ortserve.json's thinking_token_budget: the budget of a request that names none (needs a reasoning parser). */
+  thinkingTokenBudget?: number;
   maxModelLen?: number;
   /** Unix seconds. */
   created: number;
