@@ -7,6 +7,7 @@
  * hang, and the server is healthy afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_JSON_DEPTH } from "../../src/http/json-body.ts";
 import { SERVER_DEFAULTS } from "../../src/server.ts";
 import {
   addSyntheticModel,
@@ -96,6 +97,21 @@ const deep = (depth: number, open: string, close: string, inner = "1") =>
   open.repeat(depth) + inner + close.repeat(depth);
 
 describe("hostile corpus", () => {
+  it("nesting from the limit on is refused naming the field; many shallow brackets are not nesting", async () => {
+    const at = (depth: number) => post(withRaw("chat_template_kwargs", deep(depth - 1, '{"a":', "}")));
+    const refused = await at(MAX_JSON_DEPTH + 1);
+    expect(refused.status).toBe(400);
+    expect(refused.json).toMatchObject({
+      error: { code: "nesting_too_deep", param: "chat_template_kwargs" },
+    });
+    const within = await at(MAX_JSON_DEPTH - 2);
+    expect((within.json as { error?: { code?: string } }).error?.code).not.toBe("nesting_too_deep");
+    // kv_transfer_params is echoed as it came: 256 sibling objects, two levels deep.
+    const siblings = Object.fromEntries(Array.from({ length: 2 * MAX_JSON_DEPTH }, (_, i) => [`k${i}`, {}]));
+    const wide = await post(valid({ kv_transfer_params: siblings }));
+    expect(wide.status, wide.text).toBe(200);
+  });
+
   it("deep nesting", async () => {
     const cases: Case[] = [];
     for (const depth of [1_000, 100_000]) {
