@@ -4,6 +4,7 @@
  * masked out (and may end), and every violating instance is rejected at some step. Features the
  * checker refuses are refused by name.
  */
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkSupported } from "../../src/core/structured/check-constraint.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
@@ -101,6 +102,40 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     for (const v of ['<r>{"x": "s"}</r>', '{"x": 1}', '<r>{"x": 1}'])
       expect(await drive(c, v)).not.toBe("accepted");
     expect(() => checkSupported(tag({ type: "integer", not: { const: 1 } }))).toThrow(/not/);
+  });
+
+  it("open objects: an extra property never repeats a declared name, in any spelling", async () => {
+    const schema = {
+      type: "object",
+      properties: { a: { type: "integer" }, ab: { type: "string" } },
+      additionalProperties: { type: "integer" },
+    };
+    const c: StructuredConstraint = {
+      kind: "json_schema",
+      schema: JSON.stringify(schema),
+      anyWhitespace: true,
+    };
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    for (const t of [
+      '{"a": 1, "abc": 2, "b": 3}',
+      '{"ab": "x", "": 1}',
+      '{"x": 1, "x": 2}',
+      '{"a": 1, "a": 2}',
+    ])
+      expect(await drive(c, t), t).toBe("accepted");
+    // JSON.parse keeps the last of repeated names: each of these parses to a value the schema
+    // forbids (or spells a declared name through an escape, which extra names never use).
+    for (const t of [
+      '{"a": 1, "a": "x"}',
+      '{"ab": "x", "ab": 1}',
+      '{"a": "x"}',
+      '{"\\u0061": "x"}',
+      '{"a\\u0062": 1}',
+      '{"x": 1, "a": "x"}',
+    ]) {
+      expect(validate(JSON.parse(t)), t).toBe(false);
+      expect(await drive(c, t), t).not.toBe("accepted");
+    }
   });
 
   it("json_object: any object, nothing else", async () => {
