@@ -89,6 +89,18 @@ export const KEYWORD_CASES: KeywordCase[] = [
     ],
   },
   {
+    name: "closed, every property required: declared order",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "string" } },
+      required: ["a", "b"],
+      additionalProperties: false,
+    },
+    valid: [{ a: 1, b: "x" }],
+    // Narrowed: declared order ({b: "x", a: 1} is valid), as OpenAI's strict mode writes it.
+    invalid: [{ b: "x", a: 1 }, { a: 1 }, { a: 1, b: "x", c: 1 }, { a: "1", b: "x" }],
+  },
+  {
     name: "a $ref into an object's properties: that object in declared order",
     schema: {
       type: "object",

@@ -10,6 +10,7 @@ import { checkSupported } from "../../src/core/structured/check-constraint.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import { GrammarBackend } from "../../src/core/structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../../src/core/structured/vocabulary.ts";
+import { structuredConstraint } from "../../src/protocol/structured-outputs.ts";
 import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
 import { EOS, type GrammarDriver, grammarDriver, VOCAB } from "./grammar-driver.ts";
 import { KEYWORD_CASES, REGEX_CASES } from "./keyword-cases.ts";
@@ -135,6 +136,35 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     ]) {
       expect(validate(JSON.parse(t)), t).toBe(false);
       expect(await drive(c, t), t).not.toBe("accepted");
+    }
+  });
+
+  it("objects the schema leaves open: open by default, closed by disable_additional_properties and strict", async () => {
+    const inner = { type: "object", properties: { b: { type: "boolean" } } };
+    const schema = { type: "object", properties: { a: { type: "integer" }, in: inner }, required: ["a"] };
+    // The request fields as the protocol layer reads them (absent fields undefined).
+    type Outputs = Parameters<typeof structuredConstraint>[0];
+    type Format = Parameters<typeof structuredConstraint>[1];
+    const outputs = (o: object) => structuredConstraint(o as Outputs, undefined)!;
+    const format = (strict?: boolean) =>
+      structuredConstraint(undefined, {
+        type: "json_schema",
+        json_schema: { name: "x", description: undefined, schema, strict },
+      } as Format)!;
+    const open = [outputs({ json: schema }), format(), format(false)];
+    const closed = [outputs({ json: schema, disable_additional_properties: true }), format(true)];
+    const declared = ['{"a": 1}', '{"in": {"b": true}, "a": 2}'];
+    const extra = ['{"a": 1, "c": 2}', '{"c": "x", "a": 1}', '{"a": 1, "in": {"b": true, "d": null}}'];
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    for (const t of [...declared, ...extra]) expect(validate(JSON.parse(t)), t).toBe(true);
+    for (const c of open) {
+      checkSupported(c);
+      for (const t of [...declared, ...extra]) expect(await drive(c, t), t).toBe("accepted");
+    }
+    for (const c of closed) {
+      checkSupported(c);
+      for (const t of declared) expect(await drive(c, t), t).toBe("accepted");
+      for (const t of extra) expect(await drive(c, t), t).not.toBe("accepted");
     }
   });
 

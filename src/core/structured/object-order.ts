@@ -54,7 +54,8 @@ const KEEP = [
 
 /**
  * The slot of an object schema that can be an any-order object: of type object alone (another
- * type beside it would be dropped), without the KEEP keywords, and with plain names.
+ * type beside it would be dropped), without the KEEP keywords, with plain names, and open or
+ * with a property that is not required.
  */
 export function anyOrderSlot(o: Record<string, unknown>): ObjectSlot | undefined {
   const type = Array.isArray(o.type) && o.type.length === 1 ? o.type[0] : o.type;
@@ -65,6 +66,10 @@ export function anyOrderSlot(o: Record<string, unknown>): ObjectSlot | undefined
   const open = "additionalProperties" in o && o.additionalProperties !== false;
   if (!("additionalProperties" in o) || names.length + (open ? 1 : 0) < 2) return undefined;
   const required = Array.isArray(o.required) ? [...new Set(o.required as string[])] : [];
+  // Closed with every property required (OpenAI's strict shape): the schema fixes what the object
+  // holds, so declared order (what OpenAI's strict mode writes) narrows only the order, and lets
+  // the keys be forced (jump-forward).
+  if (!open && names.every((n) => required.includes(n))) return undefined;
   if (required.length > MAX_REQUIRED) return undefined;
   if (!names.every((n) => PLAIN.test(n)) || !required.every((r) => names.includes(r))) return undefined;
   return { names, required, open };
