@@ -12,6 +12,7 @@ import type { StructuredConstraint } from "../../src/core/structured/constraint-
 import { Engine, type GeneratedChoice } from "../../src/engine/engine.ts";
 import { prng } from "../gguf/helpers.ts";
 import { hasModel, MODEL_ID } from "../runner/model-fixture.ts";
+import { SLOW } from "./grammar-driver.ts";
 
 function randomSchema(r: () => number, depth = 0): Record<string, unknown> {
   const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -60,7 +61,7 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
   // ajv-formats is CommonJS: its plugin is the module's `default` export.
   addFormats.default(ajv);
   beforeAll(async () => {
-    // A compile budget short enough for the refusal test below (a 2,000-character string).
+    // A compile budget short enough for the refusal test below (counted patterns, compile-budget.test.ts).
     engine = await Engine.open({ workers: 1, threads: 2, grammarCompileTimeoutMs: 1000 });
   });
   afterAll(async () => {
@@ -229,12 +230,7 @@ describe.skipIf(!hasModel("q4"))("structured outputs through the Engine", () => 
       status: 400,
       message: expect.stringContaining("nope"),
     });
-    const slow = {
-      kind: "json_schema" as const,
-      schema: '{"type":"string","maxLength":2000}',
-      anyWhitespace: true,
-    };
-    await expect(run("x", slow)).rejects.toMatchObject({
+    await expect(run("x", SLOW)).rejects.toMatchObject({
       status: 400,
       param: "structured_outputs.json",
       message: expect.stringContaining("grammar compile budget"),

@@ -248,6 +248,38 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalidTexts: ['"\t"'],
   },
   {
+    name: "long maxLength, several strings sharing the length rules",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "string", maxLength: 3 },
+        b: { type: "string", maxLength: 300 },
+        c: { type: "string", minLength: 130, maxLength: 200 },
+        d: { type: ["string", "null"], maxLength: 3, description: "an annotation beside" },
+        e: { type: "string", minLength: 1, maxLength: 128 },
+      },
+      additionalProperties: false,
+    },
+    valid: [
+      { a: "abc", b: "x".repeat(300), d: null },
+      { b: "", c: "y".repeat(130), e: "z".repeat(128) },
+      { c: "🐉".repeat(200), b: "ab ".repeat(43), d: "abc" },
+      { b: "q".repeat(127), e: "w" },
+      { b: "q".repeat(128) },
+      { b: "q".repeat(255) },
+    ],
+    invalid: [
+      { a: "abcd" },
+      { b: "x".repeat(301) },
+      { c: "y".repeat(129) },
+      { c: "y".repeat(201) },
+      { d: "abcd" },
+      { e: "" },
+      { e: "z".repeat(129) },
+    ],
+    invalidTexts: [`{"b":"${"x".repeat(200)}\t"}`],
+  },
+  {
     name: "minLength greater than maxLength",
     schema: { type: "string", minLength: 3, maxLength: 2 },
     valid: [],

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { spliceExtraNames, unmark } from "../../src/core/structured/extra-names.ts";
 import { spliceAnyOrder } from "../../src/core/structured/object-order.ts";
+import { spliceStrings } from "../../src/core/structured/string-length.ts";
 
 const GRAMMAR = [
   'root_addl_case_0 ::= (("\\"ortserve-extra-0\\""))',
@@ -46,5 +47,30 @@ describe("splicing rules into XGrammar's grammar", () => {
     expect(() => spliceAnyOrder(object, 0, { names: ["a", "b"], required: [], open: false }, true)).toThrow(
       /does not keep apart/,
     );
+  });
+
+  it("bounded strings: one rule per slot, the length chains shared, a marker elsewhere refused", () => {
+    const grammar = [
+      'root ::= (("{" "\\"a\\"" ":" root_a "," "\\"b\\"" ":" root_b "}"))',
+      'root_a ::= (("\\"ortserve-string-0\\""))',
+      'root_b ::= (("\\"ortserve-string-1\\""))',
+      'unused ::= (("\\"ortserve-string-2\\""))',
+    ].join("\n");
+    const slots = [
+      { min: 0, max: 5, nullable: false },
+      { min: 1, max: 300, nullable: true },
+      { min: 0, max: 9, nullable: false },
+    ];
+    const out = spliceStrings(grammar, slots);
+    expect(out).toContain("root_a ::= ((ortserve_string_0))");
+    expect(out).toMatch(/^ortserve_string_1 ::= \(.*\) \| "null"$/m);
+    // The third slot's marker sits in a rule nothing uses: still replaced, its rule still there.
+    expect(out).not.toContain("ortserve-string-");
+    // One chain of at-most rules for every slot (127 long: the longest a slot needs).
+    expect(out.match(/^ortserve_string_at_most_\d+ ::= /gm)).toHaveLength(128);
+    const absent = spliceStrings(grammar.replace("ortserve-string-2", "x"), slots);
+    expect(absent).not.toMatch(/^ortserve_string_2 ::= /m);
+    const inside = 'root ::= (("\\"key\\":\\"ortserve-string-0\\""))';
+    expect(() => spliceStrings(inside, slots)).toThrow(/does not keep apart/);
   });
 });

@@ -9,6 +9,7 @@ import { spliceExtraNames } from "./extra-names.ts";
 import { spliceAnyOrder } from "./object-order.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
+import { spliceStrings } from "./string-length.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 import {
   type CompiledGrammar,
@@ -57,8 +58,8 @@ async function schemaGrammar(
   xg: XGrammar,
   c: { schema: string; anyWhitespace: boolean },
 ): Promise<{ ebnf: string } | { schemaText: string }> {
-  const { schema, rangeRules, extraNames, objects } = backendJsonSchema(JSON.parse(c.schema));
-  if (rangeRules.length === 0 && extraNames.length === 0 && objects.length === 0)
+  const { schema, rangeRules, extraNames, objects, strings } = backendJsonSchema(JSON.parse(c.schema));
+  if (rangeRules.length === 0 && extraNames.length === 0 && objects.length === 0 && strings.length === 0)
     return { schemaText: JSON.stringify(schema) };
   const grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), ...jsonArgs(c.anyWhitespace), true);
   let ebnf: string;
@@ -80,6 +81,7 @@ async function schemaGrammar(
   objects.forEach((slot, j) => {
     ebnf = spliceAnyOrder(ebnf, j, slot, c.anyWhitespace);
   });
+  ebnf = spliceStrings(ebnf, strings);
   return { ebnf };
 }
 

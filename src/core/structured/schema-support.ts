@@ -13,6 +13,7 @@ import { integerBounds, rangeRules } from "./numeric-range.ts";
 import { anyOrderSlot, extraMarker, OBJECT_SLOT, type ObjectSlot, propertyMarker } from "./object-order.ts";
 import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
 import { normalizeSchema } from "./schema-normalize.ts";
+import { STRING_SLOT, type StringSlot, stringSlot } from "./string-length.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -100,7 +101,7 @@ export interface CheckOptions {
 export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
   const root = normalizeSchema(schema, { openObjects: options.splicedRules });
   if (options.splicedRules)
-    for (const slot of [RANGE_SLOT, EXTRA_SLOT, OBJECT_SLOT])
+    for (const slot of [RANGE_SLOT, EXTRA_SLOT, OBJECT_SLOT, STRING_SLOT])
       if (JSON.stringify(root).includes(slot))
         throw new UnsupportedSchema("", `the text ${slot}, which marks spliced grammar rules`);
   const seen = new Set<unknown>();
@@ -323,6 +324,8 @@ export interface Splices {
   extraNames: string[][];
   /** Any-order object slot j (object-order.ts spliceAnyOrder). */
   objects: ObjectSlot[];
+  /** Bounded string slot i, one per distinct bound (string-length.ts spliceStrings). */
+  strings: StringSlot[];
   /** Every $ref of the schema. */
   refs: string[];
 }
@@ -363,7 +366,7 @@ export function backendJsonSchema(schema: unknown): { schema: unknown } & Splice
     if (k === "$ref" && typeof v === "string") refs.push(v);
     return v;
   });
-  const splices: Splices = { rangeRules: [], extraNames: [], objects: [], refs };
+  const splices: Splices = { rangeRules: [], extraNames: [], objects: [], strings: [], refs };
   return { schema: backendPatterns(normalized, splices), ...splices };
 }
 
@@ -391,6 +394,15 @@ function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
     const { rangeRules } = splices;
     rangeRules.push(rangeRule(out, rangeRules.length));
     return { const: `${RANGE_SLOT}${rangeRules.length - 1}` };
+  }
+  const bounded = splices && stringSlot(out);
+  if (bounded) {
+    const { strings } = splices;
+    let i = strings.findIndex(
+      (s) => s.min === bounded.min && s.max === bounded.max && s.nullable === bounded.nullable,
+    );
+    if (i < 0) i = strings.push(bounded) - 1;
+    return { const: `${STRING_SLOT}${i}` };
   }
   const sub = (s: unknown, key: string) => backendPatterns(s, splices, `${at}/${key}`);
   if (typeof out.pattern === "string") {

@@ -1,0 +1,119 @@
+/**
+ * Length-bounded strings as grammar rules of ortserve's own, shared by every string of the schema.
+ * XGrammar computes a token mask for every position of its grammar at compile time (a pass over
+ * the whole vocabulary each), and its own reading of `maxLength` N is a chain of N nested optional
+ * characters, one rule per string: a schema with a few strings of maxLength 255 took many seconds.
+ * Here a string's content, then its closing quote, is spelled by rules every bounded string of the
+ * schema shares:
+ *
+ *     at_most_j ::= "\"" | C at_most_{j-1}          (at most j characters, then the quote)
+ *     exactly_n ::= C exactly_{n-1}                 (n characters, then at most 127, then the quote)
+ *
+ * so the schema's bounded strings cost at most 127 + 127 positions together, plus, per distinct
+ * bound past 254, XGrammar's counted repetition `C{128,n}` (about 128 positions, whatever n).
+ * Each rule ends with the string's closing quote, so no token's fate depends on what follows a
+ * rule other than the string's own end. The language is exactly JSON_STRING_CHAR{min,max}
+ * (escapes are not generated, as in the pattern form schema-support.ts lengthPattern).
+ */
+
+/** Marks, as a const string, where a bounded string's rule goes (followed by its index). */
+export const STRING_SLOT = "ortserve-string-";
+
+/** A bounded string's length range and whether `null` is allowed beside it. */
+export interface StringSlot {
+  min: number;
+  max: number;
+  nullable: boolean;
+}
+
+/** Chains are 127 long: XGrammar writes a counted repetition below 128 as that many rules. */
+const CHAIN = 127;
+/** A character a JSON string holds unescaped, as an EBNF class. */
+const CHAR = '[^\\0-\\x1f\\"\\\\]';
+const QUOTE = '"\\""';
+const ANNOTATIONS = new Set([
+  "title",
+  "description",
+  "default",
+  "examples",
+  "$comment",
+  "$id",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+]);
+
+/**
+ * The slot of a schema that is a string with maxLength and nothing else asserted (null allowed
+ * beside it), or undefined.
+ */
+export function stringSlot(o: Record<string, unknown>): StringSlot | undefined {
+  const types = Array.isArray(o.type) ? o.type : [o.type];
+  if (!types.includes("string") || !types.every((t) => t === "string" || t === "null")) return undefined;
+  if (
+    !Object.keys(o).every((k) => k === "type" || k === "minLength" || k === "maxLength" || ANNOTATIONS.has(k))
+  )
+    return undefined;
+  const min = o.minLength ?? 0;
+  const max = o.maxLength;
+  if (!Number.isInteger(min) || !Number.isInteger(max) || (min as number) > (max as number)) return undefined;
+  return { min: min as number, max: max as number, nullable: types.includes("null") };
+}
+
+export const stringRuleName = (i: number) => `ortserve_string_${i}`;
+const atMost = (j: number) => `ortserve_string_at_most_${j}`;
+const exactly = (n: number) => (n === 0 ? atMost(CHAIN) : `ortserve_string_exactly_${n}`);
+
+/**
+ * The rules of the slots (slot i entered by stringRuleName(i); none for an undefined one) and
+ * the chains they use.
+ */
+export function stringRules(slots: readonly (StringSlot | undefined)[]): string[] {
+  let atMostTop = -1;
+  let exactlyTop = 0;
+  const rules = slots.flatMap((s, i) => {
+    if (!s) return [];
+    const head = s.min > 0 ? `${CHAR}{${s.min}} ` : "";
+    const range = s.max - s.min;
+    let rest: string;
+    if (range <= CHAIN) {
+      rest = atMost(range);
+      atMostTop = Math.max(atMostTop, range);
+    } else {
+      atMostTop = CHAIN;
+      // [0, 127] or [range - 127, range]: all of [0, range] when range - 127 <= 127...
+      if (range - CHAIN <= CHAIN) {
+        rest = `(${atMost(CHAIN)} | ${exactly(range - CHAIN)})`;
+        exactlyTop = Math.max(exactlyTop, range - CHAIN);
+      } else {
+        // ...else [0, 127] or [128, range]: XGrammar's counted repetition, its lookahead exact.
+        rest = `(${atMost(CHAIN)} | ${CHAR}{128,${range - CHAIN}} ${atMost(CHAIN)})`;
+      }
+    }
+    const string = `${QUOTE} ${head}${rest}`;
+    return `${stringRuleName(i)} ::= ${s.nullable ? `(${string}) | "null"` : string}`;
+  });
+  for (let j = 0; j <= atMostTop; j++)
+    rules.push(`${atMost(j)} ::= ${QUOTE}${j > 0 ? ` | ${CHAR} ${atMost(j - 1)}` : ""}`);
+  for (let n = 1; n <= exactlyTop; n++) rules.push(`${exactly(n)} ::= ${CHAR} ${exactly(n - 1)}`);
+  return rules;
+}
+
+/**
+ * XGrammar's grammar with each slot's marker const replaced by the slot's rule, and the rules
+ * added. A slot whose marker is not in the grammar (a definition nothing references) adds nothing.
+ */
+export function spliceStrings(ebnf: string, slots: readonly StringSlot[]): string {
+  if (slots.length === 0) return ebnf;
+  let out = ebnf;
+  const used = slots.map((s, i) => {
+    const literal = `"\\"${STRING_SLOT}${i}\\""`;
+    if (!out.includes(literal)) return undefined;
+    out = out.replaceAll(literal, stringRuleName(i));
+    return s;
+  });
+  // A marker left anywhere else (inside a longer literal) would be generated as text: refuse.
+  if (out.includes(STRING_SLOT)) throw new Error("a bounded string the grammar does not keep apart");
+  const rules = stringRules(used);
+  return rules.length === 0 ? out : `${out}\n${rules.join("\n")}`;
+}
