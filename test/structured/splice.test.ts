@@ -4,7 +4,12 @@
  * error (the schema is then refused), never a grammar that silently keeps the marker's text.
  */
 import { describe, expect, it } from "vitest";
-import { spliceExtraNames, unmark } from "../../src/core/structured/extra-names.ts";
+import {
+  extraNameRules,
+  spliceExtraNames,
+  unmark,
+  withSharedRules,
+} from "../../src/core/structured/extra-names.ts";
 import { spliceAnyOrder } from "../../src/core/structured/object-order.ts";
 import { spliceStrings } from "../../src/core/structured/string-length.ts";
 
@@ -72,5 +77,18 @@ describe("splicing rules into XGrammar's grammar", () => {
     expect(absent).not.toMatch(/^ortserve_string_2 ::= /m);
     const inside = 'root ::= (("\\"key\\":\\"ortserve-string-0\\""))';
     expect(() => spliceStrings(inside, slots)).toThrow(/does not keep apart/);
+  });
+
+  it("extra-name tries share the rules that leave them, each defined once", () => {
+    const rules = [...extraNameRules("k0", ["ab", "ac"]), ...extraNameRules("k1", ["xb"])];
+    const text = withSharedRules(rules.join("\n"));
+    const defined = text.split("\n").map((l) => l.split(" ::= ")[0]!);
+    expect(new Set(defined).size).toBe(defined.length);
+    // After "a" (k0) both b and c stay in the trie; after "x" (k1) only b; after a whole name
+    // (k0's "ab", "ac", k1's "xb") nothing does: one rule for those three nodes.
+    expect(text).toMatch(/^ortserve_key_leave_62_63 ::= \[\^.*\\x62\\x63\] ortserve_key_rest$/m);
+    expect(text).toMatch(/^ortserve_key_leave_62 ::= /m);
+    expect(rules.filter((l) => l.startsWith("ortserve_key_leave_ ::= "))).toHaveLength(3);
+    expect(text.split("\n").filter((l) => l.startsWith("ortserve_key_leave_ ::= "))).toHaveLength(1);
   });
 });

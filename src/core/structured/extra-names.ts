@@ -18,6 +18,24 @@ export const EXTRA_SLOT = "ortserve-extra-";
  */
 const PLAIN = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** The rest of an extra key once it left the declared names, and the rules that leave them. */
+const KEY_REST = "ortserve_key_rest";
+const LEAVE = "ortserve_key_leave_";
+
+/** The grammar with each shared rule (listed once per object that uses it) defined once. */
+export function withSharedRules(ebnf: string): string {
+  const seen = new Set<string>();
+  return ebnf
+    .split("\n")
+    .filter((line) => {
+      if (!line.startsWith(KEY_REST) && !line.startsWith(LEAVE)) return true;
+      if (seen.has(line)) return false;
+      seen.add(line);
+      return true;
+    })
+    .join("\n");
+}
+
 const hex = (c: string) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
 
 interface Node {
@@ -45,9 +63,18 @@ export function extraNameRules(name: string, declared: readonly string[]): strin
     }
     n.end = true;
   }
-  const rest = `${name}_rest`;
   const char = (but: string) => `[^\\"\\\\\\0-\\x1f${but}]`;
-  const rules = [`${name} ::= "\\"" ${name}_0`, `${rest} ::= "\\"" | ${char("")} ${rest}`];
+  const rules = [`${name} ::= "\\"" ${name}_0`, `${KEY_REST} ::= "\\"" | ${char("")} ${KEY_REST}`];
+  // Leaving the trie is a rule per set of characters left out, shared by every node (of every
+  // object) with that set: XGrammar passes over the whole vocabulary for each position where any
+  // character may come, while the characters that stay in the trie each start only a few tokens.
+  // The same rule may be listed by several objects (withSharedRules keeps one).
+  const leaveRule = (chars: string[]): string => {
+    const codes = chars.map((c) => c.charCodeAt(0)).sort((a, b) => a - b);
+    const rule = `${LEAVE}${codes.map((c) => c.toString(16)).join("_")}`;
+    rules.push(`${rule} ::= ${char(codes.map((c) => hex(String.fromCharCode(c))).join(""))} ${KEY_REST}`);
+    return rule;
+  };
   let count = 0;
   const visit = (n: Node, id: number): void => {
     const alts: string[] = n.end ? [] : ['"\\""'];
@@ -56,7 +83,7 @@ export function extraNameRules(name: string, declared: readonly string[]): strin
       alts.push(`"${hex(c)}" ${name}_${kid}`);
       visit(k, kid);
     }
-    alts.push(`${char([...n.next.keys()].map(hex).join(""))} ${rest}`);
+    alts.push(leaveRule([...n.next.keys()]));
     rules.push(`${name}_${id} ::= ${alts.join(" | ")}`);
   };
   visit(root, 0);

@@ -5,7 +5,7 @@
  * thread, so both compile exactly the same grammar.
  */
 import { ebnfString, type StructuredConstraint, THINK_CLOSE, THINK_OPEN } from "./constraint-spec.ts";
-import { spliceExtraNames } from "./extra-names.ts";
+import { spliceExtraNames, withSharedRules } from "./extra-names.ts";
 import { spliceAnyOrder } from "./object-order.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
@@ -81,7 +81,7 @@ async function schemaGrammar(
   objects.forEach((slot, j) => {
     ebnf = spliceAnyOrder(ebnf, j, slot, c.anyWhitespace);
   });
-  ebnf = spliceStrings(ebnf, strings);
+  ebnf = withSharedRules(spliceStrings(ebnf, strings));
   return { ebnf };
 }
 

@@ -9,8 +9,8 @@
  *     at_most_j ::= "\"" | C at_most_{j-1}          (at most j characters, then the quote)
  *     exactly_n ::= C exactly_{n-1}                 (n characters, then at most 127, then the quote)
  *
- * so the schema's bounded strings cost at most 127 + 127 positions together, plus, per distinct
- * bound past 254, XGrammar's counted repetition `C{128,n}` (about 128 positions, whatever n).
+ * so the schema's bounded strings cost at most 127 + 256 positions together, plus, per distinct
+ * bound past 383, XGrammar's counted repetition `C{128,n}` (about 128 positions, whatever n).
  * Each rule ends with the string's closing quote, so no token's fate depends on what follows a
  * rule other than the string's own end. The language is exactly JSON_STRING_CHAR{min,max}
  * (escapes are not generated, as in the pattern form schema-support.ts lengthPattern).
@@ -28,6 +28,11 @@ export interface StringSlot {
 
 /** Chains are 127 long: XGrammar writes a counted repetition below 128 as that many rules. */
 const CHAIN = 127;
+/**
+ * The longest exactly chain: bounds up to 383 characters (255 and 256 are common) share it;
+ * past that, a counted repetition per bound costs less than a longer chain.
+ */
+const EXACTLY = 256;
 /** A character a JSON string holds unescaped, as an EBNF class. */
 const CHAR = '[^\\0-\\x1f\\"\\\\]';
 const QUOTE = '"\\""';
@@ -79,16 +84,18 @@ export function stringRules(slots: readonly (StringSlot | undefined)[]): string[
     if (range <= CHAIN) {
       rest = atMost(range);
       atMostTop = Math.max(atMostTop, range);
-    } else {
+    } else if (range - CHAIN <= EXACTLY) {
+      // [0, 127], [128, 255], ... and [range - 127, range]: every length up to range.
       atMostTop = CHAIN;
-      // [0, 127] or [range - 127, range]: all of [0, range] when range - 127 <= 127...
-      if (range - CHAIN <= CHAIN) {
-        rest = `(${atMost(CHAIN)} | ${exactly(range - CHAIN)})`;
-        exactlyTop = Math.max(exactlyTop, range - CHAIN);
-      } else {
-        // ...else [0, 127] or [128, range]: XGrammar's counted repetition, its lookahead exact.
-        rest = `(${atMost(CHAIN)} | ${CHAR}{128,${range - CHAIN}} ${atMost(CHAIN)})`;
-      }
+      const starts: number[] = [];
+      for (let n = CHAIN + 1; n < range - CHAIN; n += CHAIN + 1) starts.push(n);
+      starts.push(range - CHAIN);
+      exactlyTop = Math.max(exactlyTop, range - CHAIN);
+      rest = `(${[atMost(CHAIN), ...starts.map(exactly)].join(" | ")})`;
+    } else {
+      // [0, 127] or [128, range]: XGrammar's counted repetition, its lookahead exact.
+      atMostTop = CHAIN;
+      rest = `(${atMost(CHAIN)} | ${CHAR}{128,${range - CHAIN}} ${atMost(CHAIN)})`;
     }
     const string = `${QUOTE} ${head}${rest}`;
     return `${stringRuleName(i)} ::= ${s.nullable ? `(${string}) | "null"` : string}`;
