@@ -256,7 +256,7 @@ export const KEYWORD_CASES: KeywordCase[] = [
         b: { type: "string", maxLength: 300 },
         c: { type: "string", minLength: 130, maxLength: 200 },
         d: { type: ["string", "null"], maxLength: 3, description: "an annotation beside" },
-        e: { type: "string", minLength: 1, maxLength: 128 },
+        e: { type: "string", minLength: 1, maxLength: 128, _format: "an unknown keyword beside" },
         f: { type: "string", maxLength: 400 },
       },
       additionalProperties: false,

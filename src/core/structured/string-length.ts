@@ -36,29 +36,45 @@ const EXACTLY = 256;
 /** A character a JSON string holds unescaped, as an EBNF class. */
 const CHAR = '[^\\0-\\x1f\\"\\\\]';
 const QUOTE = '"\\""';
-const ANNOTATIONS = new Set([
-  "title",
-  "description",
-  "default",
-  "examples",
-  "$comment",
-  "$id",
-  "deprecated",
-  "readOnly",
-  "writeOnly",
+/**
+ * Keywords that say more about a string than its type and length, or hold subschemas a $ref may
+ * point into: beside them the schema keeps its own form. Others assert nothing on a string
+ * (annotations, unknown keywords, keywords of other types).
+ */
+const KEEP = new Set([
+  "enum",
+  "const",
+  "pattern",
+  "format",
+  "anyOf",
+  "allOf",
+  "oneOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "$ref",
+  "$dynamicRef",
+  "$recursiveRef",
+  "$defs",
+  "definitions",
+  "contentSchema",
+  "properties",
+  "patternProperties",
+  "additionalProperties",
+  "dependentSchemas",
+  "items",
+  "prefixItems",
 ]);
 
 /**
- * The slot of a schema that is a string with maxLength and nothing else asserted (null allowed
- * beside it), or undefined.
+ * The slot of a schema that is a string with maxLength and nothing else asserted on it (null
+ * allowed beside it), or undefined.
  */
 export function stringSlot(o: Record<string, unknown>): StringSlot | undefined {
   const types = Array.isArray(o.type) ? o.type : [o.type];
   if (!types.includes("string") || !types.every((t) => t === "string" || t === "null")) return undefined;
-  if (
-    !Object.keys(o).every((k) => k === "type" || k === "minLength" || k === "maxLength" || ANNOTATIONS.has(k))
-  )
-    return undefined;
+  if (Object.keys(o).some((k) => KEEP.has(k))) return undefined;
   const min = o.minLength ?? 0;
   const max = o.maxLength;
   if (!Number.isInteger(min) || !Number.isInteger(max) || (min as number) > (max as number)) return undefined;
