@@ -10,7 +10,10 @@
  * 0), and the model's outputs start inside a block the prompt opened, held to a thinking budget of
  * 16 tokens whose forced close the grammar must still bind.
  *
- *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--think] [--json out.json]
+ *   node bench/structured.ts <folder> [--outputs 20] [--max-tokens 256] [--think] [--only <regex>] [--json out.json]
+ *
+ * `--only` keeps the schema files whose names match the regex (a subset for quick runs); the JSON
+ * report names each valid instance masked out, for breaking them down by cause.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,7 +39,9 @@ function arg(name: string, fallback: string): string {
 
 const folder = process.argv[2];
 if (!folder || folder.startsWith("--")) {
-  console.error("usage: node bench/structured.ts <folder> [--outputs N] [--max-tokens N] [--json out.json]");
+  console.error(
+    "usage: node bench/structured.ts <folder> [--outputs N] [--max-tokens N] [--think] [--only <regex>] [--json out.json]",
+  );
   process.exit(2);
 }
 const outputsWanted = Number(arg("--outputs", "20"));
@@ -45,6 +50,7 @@ const think = process.argv.includes("--think");
 /** Reasoning that looks like an answer, with tags and JSON inside: the block must not end early. */
 const THOUGHT = 'Let me think. {"a": 1} <think> is not </thin k> yet.\n</think>';
 const THINK_BUDGET = 16;
+const only = new RegExp(arg("--only", ""));
 
 interface BenchFile {
   schema: unknown;
@@ -61,7 +67,7 @@ const words = Math.ceil(decoder.vocabSize / 32);
 const allowed = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
 
 const files = readdirSync(folder)
-  .filter((f) => f.endsWith(".json"))
+  .filter((f) => f.endsWith(".json") && only.test(f))
   .sort();
 const refusedBy = new Map<string, number>();
 const backendErrors: string[] = [];
@@ -77,6 +83,7 @@ let validInstances = 0;
 let validMasked = 0;
 let invalidInstances = 0;
 const wronglyAccepted: string[] = [];
+const maskedOut: { file: string; description: string; data: unknown }[] = [];
 
 /** Drives the instance's tokens through a fresh matcher; true when every token and then EOS was allowed. */
 async function drive(c: StructuredConstraint, text: string): Promise<boolean> {
@@ -130,7 +137,10 @@ for (const f of files) {
     const ok = await drive(constraint, JSON.stringify(t.data));
     if (t.valid) {
       validInstances++;
-      if (!ok) validMasked++;
+      if (!ok) {
+        validMasked++;
+        maskedOut.push({ file: f, description: t.description ?? "", data: t.data });
+      }
     } else {
       invalidInstances++;
       if (ok) wronglyAccepted.push(`${f}: ${t.description ?? ""} ${JSON.stringify(t.data).slice(0, 120)}`);
@@ -249,5 +259,9 @@ const json = arg("--json", "");
 if (json)
   writeFileSync(
     json,
-    JSON.stringify({ ...report, wronglyAccepted, backendErrors, invalidOutputs, refusedOutputs }, null, 2),
+    JSON.stringify(
+      { ...report, wronglyAccepted, backendErrors, invalidOutputs, refusedOutputs, maskedOut },
+      null,
+      2,
+    ),
   );

@@ -94,7 +94,7 @@ export const requestShape = {
   response_format: optional(responseFormatSchema, {
     ...nullable,
     description:
-      "text, json_object, or json_schema (its schema enforced token by token, strict or not); one constraint per request.",
+      "text, json_object, or json_schema (its schema enforced token by token; objects that leave additionalProperties unset are open, or closed with strict: true); one constraint per request.",
   }),
   seed: optional(int64(), { ...nullable, description: "Choice i samples with seed + i. -1: no seed." }),
   stop: withDefault(stopSchema, [], { ...nullable, description: "Stop strings (none may be empty)." }),

@@ -52,7 +52,11 @@ const jsonSchemaFormat = object({
   name: required(string()),
   description: optional(string(), nullable),
   schema: optional(jsonObject(), nullable),
-  strict: optional(boolean(), nullable),
+  strict: optional(boolean(), {
+    ...nullable,
+    description:
+      "true: every object that leaves additionalProperties unset is closed (OpenAI's strict mode).",
+  }),
 });
 
 /** json_schema goes with type "json_schema" only, and that type needs it. */

@@ -99,9 +99,15 @@ function responseFormatConstraint(rf: ResponseFormat | undefined): StructuredCon
       "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
       "response_format.json_schema",
     );
-  // strict true or false: the schema is enforced either way (a looser promise is still kept).
+  // The schema is enforced either way. strict is OpenAI's closed reading: an object that leaves
+  // additionalProperties unset is closed (OpenAI's strict mode wants it false everywhere); without
+  // strict, unset means open, as in JSON Schema.
   const schema = rf.json_schema.schema ?? {};
-  return { kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: true };
+  return {
+    kind: "json_schema",
+    schema: JSON.stringify(rf.json_schema.strict ? closeObjects(schema) : schema),
+    anyWhitespace: true,
+  };
 }
 
 function parseSchemaText(text: string): unknown {
@@ -116,7 +122,10 @@ const SCHEMA_MAPS = ["properties", "$defs", "definitions"];
 const SCHEMA_LISTS = ["anyOf", "allOf", "oneOf", "prefixItems"];
 const SCHEMA_VALUES = ["items", "additionalProperties", "not"];
 
-/** disable_additional_properties: every object schema that does not say otherwise is closed. */
+/**
+ * disable_additional_properties, and response_format's strict: every object schema that does not
+ * say otherwise is closed.
+ */
 function closeObjects(schema: unknown): unknown {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
   const out: Record<string, unknown> = { ...schema };

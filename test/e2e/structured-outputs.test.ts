@@ -107,8 +107,8 @@ describe.skipIf(!haveDefaultModel)("structured outputs through the OpenAI client
       stream: true,
       stream_options: { include_usage: true },
       // Compact JSON: with any whitespace allowed, little is forced (a key's closing quote may be
-      // followed by spaces or the colon).
-      structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
+      // followed by spaces or the colon). Closed objects: an open one may take any extra name.
+      structured_outputs: { json: SCHEMA, disable_any_whitespace: true, disable_additional_properties: true },
     } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
     const { text, finish, completionTokens } = await joined(stream);
     expectValid(text, finish);

@@ -32,6 +32,8 @@ const CONSTRAINTS: StructuredConstraint[] = [
       type: "object",
       properties: { name: { type: "string", maxLength: 8 }, age: { type: "integer" } },
       required: ["name", "age"],
+      // Closed: its keys are forced (jump-forward); an open object may start with any extra name.
+      additionalProperties: false,
     }),
     anyWhitespace: false,
   },

@@ -530,11 +530,25 @@ describe("features this server does not have are rejected, never ignored", () =>
       anyWhitespace: true,
     });
     const schema = { type: "object", properties: { a: { type: "string" } } };
-    for (const strict of [true, false, null])
+    // Without strict the schema is as sent (its objects open where it leaves them open)...
+    for (const strict of [false, null])
       expect(
         parse({ response_format: { type: "json_schema", json_schema: { name: "x", schema, strict } } })
           .constraint,
       ).toEqual({ kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: true });
+    // ...strict closes every object that leaves additionalProperties unset, and only those.
+    const nested = {
+      ...schema,
+      properties: { a: { type: "object", additionalProperties: true }, b: schema },
+    };
+    const strict = parse({
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: nested, strict: true } },
+    }).constraint as { schema: string };
+    expect(JSON.parse(strict.schema)).toEqual({
+      ...nested,
+      properties: { a: nested.properties.a, b: { ...schema, additionalProperties: false } },
+      additionalProperties: false,
+    });
     expect(parse({ response_format: { type: "text" } }).constraint).toBeUndefined();
     expect400(
       () => parse({ response_format: { type: "json_schema" } }),

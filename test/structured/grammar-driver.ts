@@ -45,3 +45,20 @@ export async function grammarDriver(): Promise<GrammarDriver> {
   }
   return { backend, encode, drive };
 }
+
+// Counted repetitions in patterns: XGrammar spends seconds on each (a pass over the vocabulary
+// per counted character, up to about 256 of them; 3.5 s for one on a 2 vCPU EPYC), far past 300 ms.
+/** A constraint far past a short compile budget. */
+export const SLOW: StructuredConstraint = {
+  kind: "json_schema",
+  schema: JSON.stringify({
+    type: "object",
+    properties: Object.fromEntries(
+      ["a-z", "0-9", "A-Z", "a-f"].map((chars, i) => [
+        `p${i}`,
+        { type: "string", pattern: `^[${chars}]{0,${2000 + i}}$` },
+      ]),
+    ),
+  }),
+  anyWhitespace: true,
+};

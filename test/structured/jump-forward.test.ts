@@ -55,7 +55,13 @@ describe.skipIf(!hasModel("q4"))("jump-forward on SmolLM2's vocabulary", () => {
   });
 
   it("a JSON schema's forced key joins, and the object still completes", async () => {
-    const schema = { type: "object", properties: { name: { type: "string" } }, required: ["name"] };
+    // Closed: an open object could start with an extra name, so its key would not be forced.
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string" } },
+      required: ["name"],
+      additionalProperties: false,
+    };
     const [g] = await backend.constraints(
       { kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: false },
       1,

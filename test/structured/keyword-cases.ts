@@ -31,8 +31,8 @@ export const KEYWORD_CASES: KeywordCase[] = [
       properties: { a: { type: "integer" }, b: { type: "string" } },
       required: ["a"],
     },
-    valid: [{ a: 1 }, { a: 1, b: "x" }],
-    invalid: [{}, { a: "x" }, { b: "x" }, { a: 1, c: 2 }, []],
+    valid: [{ a: 1 }, { a: 1, b: "x" }, { a: 1, c: 2 }],
+    invalid: [{}, { a: "x" }, { b: "x" }, { a: 1, b: 2 }, []],
   },
   {
     name: "properties without type",
@@ -49,9 +49,155 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "additionalProperties beside properties",
     schema: { type: "object", properties: { a: { type: "integer" } }, additionalProperties: true },
+    valid: [{ a: 1 }, { a: 1, b: "x" }, { b: [1, { a: "x" }] }, {}],
+    invalid: [{ a: "x" }, { b: 1, a: "x" }, []],
+  },
+  {
+    name: "properties without additionalProperties: extra properties of any value",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "string" } },
+      required: ["b"],
+    },
+    valid: [{ b: "x" }, { a: 1, b: "x", c: null }, { b: "x", "": 1, aa: "s", bb: 2 }, { c: 1, b: "x", a: 1 }],
+    invalid: [{ a: 1 }, { a: "x", b: "x" }, { b: 1 }, { c: 1, a: 1 }, { b: "x", c: 1, a: "x" }],
+  },
+  {
+    name: "properties in any order, required names tracked",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "integer" },
+        b: { type: "string" },
+        c: { type: "null" },
+        d: { type: "boolean" },
+      },
+      required: ["a", "c", "d"],
+      additionalProperties: false,
+    },
+    valid: [
+      { a: 1, c: null, d: true },
+      { d: false, c: null, a: 2 },
+      { c: null, b: "x", a: 3, d: true },
+    ],
+    invalid: [
+      { d: true, c: null },
+      { c: null, a: 1 },
+      { d: true, b: "x", a: 1 },
+      { c: null, a: 1, d: true, e: 1 },
+      {},
+    ],
+  },
+  {
+    name: "closed, every property required: declared order",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "string" } },
+      required: ["a", "b"],
+      additionalProperties: false,
+    },
+    valid: [{ a: 1, b: "x" }],
+    // Narrowed: declared order ({b: "x", a: 1} is valid), as OpenAI's strict mode writes it.
+    invalid: [{ b: "x", a: 1 }, { a: 1 }, { a: 1, b: "x", c: 1 }, { a: "1", b: "x" }],
+  },
+  {
+    name: "a $ref into an object's properties: that object in declared order",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { $ref: "#/properties/a" } },
+      required: ["a"],
+    },
+    valid: [
+      { a: 1, b: 2 },
+      { a: 1, z: "x" },
+    ],
+    // Narrowed: declared order, extra properties after the declared ones.
+    invalid: [{ a: 1, b: "x" }, { b: 2 }, { b: 2, a: 1 }],
+  },
+  {
+    name: "properties beside enum: the enum",
+    schema: {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "integer" } },
+      enum: [{ a: 1, b: 2 }, { b: 3 }],
+    },
+    valid: [{ a: 1, b: 2 }, { b: 3 }],
+    // Narrowed: the enum's values as written ({b: 2, a: 1} is valid).
+    invalid: [{ a: 1 }, { b: 4 }, { b: 2, a: 1 }],
+  },
+  {
+    name: "properties beside another type: that type too",
+    schema: { type: ["object", "string"], properties: { a: { type: "integer" }, b: { type: "integer" } } },
+    valid: [{ a: 1, b: 2 }, "x"],
+    // Narrowed: declared order.
+    invalid: [{ a: "x" }, 1, { b: 2, a: 1 }],
+  },
+  {
+    name: "more required names than tracked: declared order",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "integer" },
+        b: { type: "integer" },
+        c: { type: "integer" },
+        d: { type: "integer" },
+        e: { type: "integer" },
+      },
+      required: ["a", "b", "c", "d", "e"],
+    },
+    valid: [
+      { a: 1, b: 2, c: 3, d: 4, e: 5 },
+      { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 },
+    ],
+    // Narrowed: five required names keep the declared order.
+    invalid: [
+      { a: 1, b: 2, c: 3, d: 4 },
+      { a: 1, b: "2", c: 3, d: 4, e: 5 },
+      { b: 2, a: 1, c: 3, d: 4, e: 5 },
+    ],
+  },
+  {
+    name: "additionalProperties schema beside properties",
+    schema: {
+      type: "object",
+      properties: { a: { type: "string" }, ab: { type: "integer" } },
+      required: ["a"],
+      additionalProperties: { type: "integer" },
+    },
+    valid: [{ a: "x" }, { a: "x", b: 1 }, { a: "x", ab: 2, abc: 3, "": 4, A: 5 }],
+    invalid: [{ a: "x", b: "y" }, { a: "x", ab: "y" }, { a: "x", abc: "y" }, { a: 1 }, { b: 1 }],
+  },
+  {
+    name: "open objects nested through $ref and items",
+    schema: {
+      $defs: {
+        node: {
+          type: "object",
+          properties: { v: { type: "integer" }, kids: { type: "array", items: { $ref: "#/$defs/node" } } },
+          required: ["v"],
+        },
+      },
+      $ref: "#/$defs/node",
+    },
+    valid: [{ v: 1, kids: [{ v: 2, note: "x" }], note: true }],
+    invalid: [
+      { v: 1, kids: [{ v: "2" }] },
+      { v: 1, kids: [{ w: 2 }] },
+    ],
+  },
+  {
+    name: "properties beside minProperties: closed",
+    schema: { type: "object", properties: { a: { type: "integer" } }, minProperties: 1 },
+    // Narrowed: a count of properties keeps the object closed (extra properties not generated).
     valid: [{ a: 1 }],
+    invalid: [{}, { a: "x" }],
+  },
+  {
+    name: "a declared name outside printable ASCII: closed",
+    schema: { type: "object", properties: { é: { type: "integer" }, a: { type: "integer" } } },
+    valid: [{ é: 1 }, { a: 1 }],
     // Narrowed: extra properties are not generated.
-    invalid: [{ a: "x" }],
+    invalid: [{ é: "x" }, { é: 1, a: "x" }, { é: 1, z: 1 }],
   },
   {
     name: "items",
@@ -71,6 +217,13 @@ export const KEYWORD_CASES: KeywordCase[] = [
     schema: { type: "array", items: { type: "integer" }, minItems: 1, maxItems: 2 },
     valid: [[1], [1, 2]],
     invalid: [[], [1, 2, 3]],
+  },
+  {
+    name: "array bounds without items: items of any kind",
+    schema: { type: "array", prefixItems: [{ type: "integer" }], maxItems: 3 },
+    valid: [[1], [1, "x", { a: [] }]],
+    // Narrowed: every prefix item is present ([] is valid).
+    invalid: [["x"], [1, 2, 3, 4], {}, []],
   },
   {
     name: "minLength, maxLength",
@@ -93,6 +246,44 @@ export const KEYWORD_CASES: KeywordCase[] = [
     valid: ["ab", null, ""],
     invalid: ["abc", 1],
     invalidTexts: ['"\t"'],
+  },
+  {
+    name: "long maxLength, several strings sharing the length rules",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "string", maxLength: 3 },
+        b: { type: "string", maxLength: 300 },
+        c: { type: "string", minLength: 130, maxLength: 200 },
+        d: { type: ["string", "null"], maxLength: 3, description: "an annotation beside" },
+        e: { type: "string", minLength: 1, maxLength: 128, _format: "an unknown keyword beside" },
+        f: { type: "string", maxLength: 400 },
+      },
+      additionalProperties: false,
+    },
+    valid: [
+      { a: "abc", b: "x".repeat(300), d: null },
+      { b: "", c: "y".repeat(130), e: "z".repeat(128) },
+      { c: "🐉".repeat(200), b: "ab ".repeat(43), d: "abc" },
+      { b: "q".repeat(127), e: "w" },
+      { b: "q".repeat(128) },
+      { b: "q".repeat(255) },
+      { b: "q".repeat(256), f: "r".repeat(400) },
+      { f: "r".repeat(127) },
+      { f: "r".repeat(128) },
+      { f: "r".repeat(272) },
+    ],
+    invalid: [
+      { a: "abcd" },
+      { b: "x".repeat(301) },
+      { c: "y".repeat(129) },
+      { c: "y".repeat(201) },
+      { d: "abcd" },
+      { e: "" },
+      { e: "z".repeat(129) },
+      { f: "r".repeat(401) },
+    ],
+    invalidTexts: [`{"b":"${"x".repeat(200)}\t"}`],
   },
   {
     name: "minLength greater than maxLength",
@@ -244,6 +435,14 @@ export const KEYWORD_CASES: KeywordCase[] = [
     schema: { type: "object", additionalProperties: { type: "integer" }, minProperties: 1, maxProperties: 1 },
     valid: [{ a: 1 }],
     invalid: [{}, { a: 1, b: 2 }],
+  },
+  {
+    name: "minProperties above 1 beside additionalProperties",
+    schema: { type: "object", additionalProperties: { type: "integer" }, minProperties: 2 },
+    valid: [{ a: 1, b: 2 }],
+    // The backend would take {"a": 1, "a": 2}, one property once parsed.
+    invalid: [{ a: 1 }],
+    refuses: "minProperties above 1",
   },
   {
     name: "anyOf",
@@ -560,7 +759,7 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "required without properties",
     schema: { type: "object", required: ["a"] },
-    valid: [{ a: 1 }, { a: "x" }],
+    valid: [{ a: 1 }, { a: "x" }, { a: 1, b: 2 }],
     invalid: [{}, { b: 1 }],
   },
   {

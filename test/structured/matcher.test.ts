@@ -4,11 +4,13 @@
  * masked out (and may end), and every violating instance is rejected at some step. Features the
  * checker refuses are refused by name.
  */
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkSupported } from "../../src/core/structured/check-constraint.ts";
 import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import { GrammarBackend } from "../../src/core/structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../../src/core/structured/vocabulary.ts";
+import { structuredConstraint } from "../../src/protocol/structured-outputs.ts";
 import { hasModel, MODEL_DIR } from "../runner/model-fixture.ts";
 import { EOS, type GrammarDriver, grammarDriver, VOCAB } from "./grammar-driver.ts";
 import { KEYWORD_CASES, REGEX_CASES } from "./keyword-cases.ts";
@@ -101,6 +103,69 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     for (const v of ['<r>{"x": "s"}</r>', '{"x": 1}', '<r>{"x": 1}'])
       expect(await drive(c, v)).not.toBe("accepted");
     expect(() => checkSupported(tag({ type: "integer", not: { const: 1 } }))).toThrow(/not/);
+  });
+
+  it("open objects: an extra property never repeats a declared name, in any spelling", async () => {
+    const schema = {
+      type: "object",
+      properties: { a: { type: "integer" }, ab: { type: "string" } },
+      additionalProperties: { type: "integer" },
+    };
+    const c: StructuredConstraint = {
+      kind: "json_schema",
+      schema: JSON.stringify(schema),
+      anyWhitespace: true,
+    };
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    for (const t of [
+      '{"a": 1, "abc": 2, "b": 3}',
+      '{"ab": "x", "": 1}',
+      '{"x": 1, "x": 2}',
+      '{"a": 1, "a": 2}',
+    ])
+      expect(await drive(c, t), t).toBe("accepted");
+    // JSON.parse keeps the last of repeated names: each of these parses to a value the schema
+    // forbids (or spells a declared name through an escape, which extra names never use).
+    for (const t of [
+      '{"a": 1, "a": "x"}',
+      '{"ab": "x", "ab": 1}',
+      '{"a": "x"}',
+      '{"\\u0061": "x"}',
+      '{"a\\u0062": 1}',
+      '{"x": 1, "a": "x"}',
+    ]) {
+      expect(validate(JSON.parse(t)), t).toBe(false);
+      expect(await drive(c, t), t).not.toBe("accepted");
+    }
+  });
+
+  it("objects the schema leaves open: open by default, closed by disable_additional_properties and strict", async () => {
+    const inner = { type: "object", properties: { b: { type: "boolean" } } };
+    const schema = { type: "object", properties: { a: { type: "integer" }, in: inner }, required: ["a"] };
+    // The request fields as the protocol layer reads them (absent fields undefined).
+    type Outputs = Parameters<typeof structuredConstraint>[0];
+    type Format = Parameters<typeof structuredConstraint>[1];
+    const outputs = (o: object) => structuredConstraint(o as Outputs, undefined)!;
+    const format = (strict?: boolean) =>
+      structuredConstraint(undefined, {
+        type: "json_schema",
+        json_schema: { name: "x", description: undefined, schema, strict },
+      } as Format)!;
+    const open = [outputs({ json: schema }), format(), format(false)];
+    const closed = [outputs({ json: schema, disable_additional_properties: true }), format(true)];
+    const declared = ['{"a": 1}', '{"in": {"b": true}, "a": 2}'];
+    const extra = ['{"a": 1, "c": 2}', '{"c": "x", "a": 1}', '{"a": 1, "in": {"b": true, "d": null}}'];
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    for (const t of [...declared, ...extra]) expect(validate(JSON.parse(t)), t).toBe(true);
+    for (const c of open) {
+      checkSupported(c);
+      for (const t of [...declared, ...extra]) expect(await drive(c, t), t).toBe("accepted");
+    }
+    for (const c of closed) {
+      checkSupported(c);
+      for (const t of declared) expect(await drive(c, t), t).toBe("accepted");
+      for (const t of extra) expect(await drive(c, t), t).not.toBe("accepted");
+    }
   });
 
   it("json_object: any object, nothing else", async () => {

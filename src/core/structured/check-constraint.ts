@@ -17,7 +17,7 @@ export function refused(c: StructuredConstraint, why: string): RequestError {
 /** The fail-closed checks of the constraint's own text (no backend involved). */
 export function checkSupported(c: StructuredConstraint): void {
   try {
-    if (c.kind === "json_schema") checkJsonSchema(parseJson(c.schema, "the schema"), { numericRanges: true });
+    if (c.kind === "json_schema") checkJsonSchema(parseJson(c.schema, "the schema"), { splicedRules: true });
     else if (c.kind === "regex") {
       const problem = unsupportedRegexFeature(c.pattern);
       if (problem) throw refused(c, `not supported: ${problem}`);

@@ -5,8 +5,11 @@
  * thread, so both compile exactly the same grammar.
  */
 import { ebnfString, type StructuredConstraint, THINK_CLOSE, THINK_OPEN } from "./constraint-spec.ts";
+import { spliceExtraNames, withSharedRules } from "./extra-names.ts";
+import { spliceAnyOrder } from "./object-order.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
+import { spliceStrings } from "./string-length.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 import {
   type CompiledGrammar,
@@ -47,15 +50,17 @@ function regexTag(pattern: string): string {
 
 /**
  * A JSON Schema constraint as the backend's grammar: XGrammar's own, with each numeric range's
- * marker const replaced by its exact rule (schema-support.ts backendJsonSchema). Without ranges,
- * undefined: the schema is compiled directly.
+ * marker const replaced by its exact rule and each open object's extra key kept apart from its
+ * declared names (schema-support.ts backendJsonSchema, extra-names.ts). Without either, the
+ * schema's text to compile directly.
  */
-async function schemaEbnf(
+async function schemaGrammar(
   xg: XGrammar,
   c: { schema: string; anyWhitespace: boolean },
-): Promise<string | undefined> {
-  const { schema, rangeRules } = backendJsonSchema(JSON.parse(c.schema));
-  if (rangeRules.length === 0) return undefined;
+): Promise<{ ebnf: string } | { schemaText: string }> {
+  const { schema, rangeRules, extraNames, objects, strings } = backendJsonSchema(JSON.parse(c.schema));
+  if (rangeRules.length === 0 && extraNames.length === 0 && objects.length === 0 && strings.length === 0)
+    return { schemaText: JSON.stringify(schema) };
   const grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), ...jsonArgs(c.anyWhitespace), true);
   let ebnf: string;
   try {
@@ -70,11 +75,14 @@ async function schemaEbnf(
   });
   // A marker left anywhere else (inside a longer literal) would be generated as text: refuse.
   if (ebnf.includes(RANGE_SLOT)) throw new Error("a numeric range the grammar does not keep apart");
-  return ebnf;
-}
-
-function schemaText(schema: string): string {
-  return JSON.stringify(withBackendPatterns(JSON.parse(schema)));
+  extraNames.forEach((names, i) => {
+    ebnf = spliceExtraNames(ebnf, i, names);
+  });
+  objects.forEach((slot, j) => {
+    ebnf = spliceAnyOrder(ebnf, j, slot, c.anyWhitespace);
+  });
+  ebnf = withSharedRules(spliceStrings(ebnf, strings));
+  return { ebnf };
 }
 
 /** The structural tag with its schemas and regexes in the backend's reading, as on their own. */
@@ -162,9 +170,9 @@ export async function parseWith(xg: XGrammar, c: StructuredConstraint) {
   if (c.afterThinking) return xg.Grammar.fromStructuralTag(await afterThinkingTag(xg, c));
   switch (c.kind) {
     case "json_schema": {
-      const ebnf = await schemaEbnf(xg, c);
-      if (ebnf !== undefined) return xg.Grammar.fromEBNF(ebnf);
-      return xg.Grammar.fromJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
+      const g = await schemaGrammar(xg, c);
+      if ("ebnf" in g) return xg.Grammar.fromEBNF(g.ebnf);
+      return xg.Grammar.fromJSONSchema(g.schemaText, ...jsonArgs(c.anyWhitespace), true);
     }
     case "json_object":
       return xg.Grammar.fromJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
@@ -185,12 +193,11 @@ export async function compileWith(
 ): Promise<CompiledGrammar> {
   if (c.afterThinking) return compiler.compileStructuralTag(await afterThinkingTag(xg, c));
   switch (c.kind) {
-    case "json_schema":
-      {
-        const ebnf = await schemaEbnf(xg, c);
-        if (ebnf !== undefined) return compiler.compileGrammar(ebnf);
-      }
-      return compiler.compileJSONSchema(schemaText(c.schema), ...jsonArgs(c.anyWhitespace), true);
+    case "json_schema": {
+      const g = await schemaGrammar(xg, c);
+      if ("ebnf" in g) return compiler.compileGrammar(g.ebnf);
+      return compiler.compileJSONSchema(g.schemaText, ...jsonArgs(c.anyWhitespace), true);
+    }
     case "json_object":
       return compiler.compileJSONSchema('{"type":"object"}', ...jsonArgs(c.anyWhitespace), false);
     case "regex":

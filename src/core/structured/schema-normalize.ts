@@ -3,9 +3,10 @@
  * of instances (never a wider one): `allOf` merged into one schema where the merge is exact,
  * `oneOf` read as `anyOf` where its branches are provably disjoint, assertions beside `anyOf`
  * distributed into its branches, enums beside other assertions reduced to their valid values
- * (enum-filter.ts), and some keywords narrowed (objects closed to their declared
- * properties, `uniqueItems` as at most one item, typed keywords given their type). What cannot be
- * rewritten is left as it was, for schema-support.ts to refuse by name.
+ * (enum-filter.ts), and some keywords narrowed (objects closed to their declared properties where
+ * an open object could not be enforced exactly, `uniqueItems` as at most one item, typed keywords
+ * given their type). What cannot be rewritten is left as it was, for schema-support.ts to refuse
+ * by name.
  *
  * Only positive positions are rewritten (the checker refuses `not`), so narrowing any subschema
  * narrows the whole. Disjointness is judged on the original branches, before narrowing.
@@ -40,8 +41,17 @@ const MAX_MERGE_DEPTH = 16;
 
 const isSchema = (s: unknown): s is Schema => typeof s === "object" && s !== null && !Array.isArray(s);
 
+export interface NormalizeOptions {
+  /**
+   * Objects whose schema allows extra properties stay open where that is exact (openObject):
+   * only for a backend that keeps extra names apart from the declared ones (schema-support.ts
+   * backendJsonSchema splices that rule); otherwise every object with declared properties is closed.
+   */
+  openObjects?: boolean;
+}
+
 /** The schema rewritten (a new tree; the input is not changed). */
-export function normalizeSchema(schema: unknown): unknown {
+export function normalizeSchema(schema: unknown, options: NormalizeOptions = {}): unknown {
   const root = filterEnums(schema);
   if (!isSchema(root) || !refsResolve(root)) return root;
   const original: Resolve = (ref) => resolveLocal(root, ref);
@@ -83,7 +93,7 @@ export function normalizeSchema(schema: unknown): unknown {
     return r;
   };
   const normalized: Resolve = (ref) => norm(resolveLocal(root, ref));
-  return close(norm(root));
+  return close(norm(root), options.openObjects === true);
 }
 
 /** Every local $ref of the schema points somewhere (else nothing is rewritten). */
@@ -96,17 +106,66 @@ function refsResolve(root: Schema): boolean {
   return ok;
 }
 
-/** The closing pass (closeObject) over every subschema position. */
-function close(s: unknown): unknown {
+/** The closing pass (openObject, else closeObject) over every subschema position. */
+function close(s: unknown, open: boolean): unknown {
   if (!isSchema(s)) return s;
   const out: Schema = { ...s };
+  const sub = (x: unknown) => close(x, open);
   for (const k of [...SCHEMA_MAPS, "patternProperties"])
     if (isSchema(out[k]))
-      out[k] = Object.fromEntries(Object.entries(out[k] as Schema).map(([n, v]) => [n, close(v)]));
+      out[k] = Object.fromEntries(Object.entries(out[k] as Schema).map(([n, v]) => [n, sub(v)]));
   for (const k of [...SCHEMA_LISTS, "allOf", "oneOf"])
-    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(close);
-  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = close(out[k]);
-  return withoutNot(closeObject(withoutDependencies(out)));
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(sub);
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k]);
+  const flat = withoutDependencies(out);
+  return withoutNot((open && openObject(flat)) || closeObject(flat));
+}
+
+/** Keywords beside which an open object's extra properties would not be enforced exactly. */
+const KEEP_CLOSED = [
+  "patternProperties",
+  "propertyNames",
+  "minProperties",
+  "maxProperties",
+  "not",
+  "dependentSchemas",
+  "dependencies",
+  "unevaluatedProperties",
+  "if",
+];
+
+/**
+ * An object that allows extra properties, left open (exact): its `additionalProperties` made
+ * explicit (the backend's strict mode reads absent as false) and a `required` name not declared
+ * declared with the extra-properties schema. The backend then generates the declared properties
+ * in their order, then extra ones whose names are none of the declared (backendJsonSchema's key
+ * rule). Undefined where that would not be exact: counts of properties (a repeated extra name
+ * counts twice for the grammar, once in the parsed object), names matched by patterns or
+ * constrained, `not` (narrowed by dropping declared names from a closed object), dependent
+ * schemas, and declared names outside printable ASCII, which the key rule does not spell out.
+ */
+function openObject(s: Schema): Schema | undefined {
+  const extra = s.additionalProperties;
+  if (extra === false || KEEP_CLOSED.some((k) => k in s)) return undefined;
+  const props = isSchema(s.properties) ? (s.properties as Schema) : undefined;
+  const required = Array.isArray(s.required) ? (s.required as unknown[]) : [];
+  if (!props && required.length === 0) return undefined;
+  const declared: Schema = { ...(props ?? {}) };
+  for (const r of required)
+    if (typeof r === "string" && !Object.hasOwn(declared, r))
+      declared[r] = extra === undefined ? true : extra;
+  if (!Object.keys(declared).every(spelledByKeyRule)) return undefined;
+  return { ...s, properties: declared, additionalProperties: extra === undefined ? true : extra };
+}
+
+/**
+ * A declared name the extra-name rule can exclude: printable ASCII. A name holding a quote, a
+ * backslash or a control character needs an escape, which extra names never have, so it cannot
+ * collide and is fine too; a non-ASCII one is not.
+ */
+export function spelledByKeyRule(name: string): boolean {
+  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) > 0x7e) return false;
+  return true;
 }
 
 /**
@@ -255,6 +314,14 @@ function narrow(s: Schema): Schema {
     for (const [ts, ks] of kinds)
       if (!types.some((t) => ts.includes(t as string))) for (const k of ks) delete out[k];
   }
+  // Items of any kind, said outright: the backend's strict mode reads absent items as none.
+  if (
+    !("items" in out) &&
+    !("enum" in out) &&
+    !("const" in out) &&
+    (Array.isArray(out.type) ? out.type : [out.type]).includes("array")
+  )
+    out.items = true;
   // An array of at most one item has unique items.
   if (out.uniqueItems === true && (out.minItems === undefined || (out.minItems as number) <= 1)) {
     delete out.uniqueItems;

@@ -8,9 +8,12 @@
  * every such instance is rejected.
  */
 
+import { EXTRA_SLOT } from "./extra-names.ts";
 import { integerBounds, rangeRules } from "./numeric-range.ts";
+import { anyOrderSlot, extraMarker, OBJECT_SLOT, type ObjectSlot, propertyMarker } from "./object-order.ts";
 import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
 import { normalizeSchema } from "./schema-normalize.ts";
+import { STRING_SLOT, type StringSlot, stringSlot } from "./string-length.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -83,11 +86,12 @@ export class UnsupportedSchema extends Error {
 
 export interface CheckOptions {
   /**
-   * Numeric bounds are enforced by grammar rules spliced into the backend's grammar
-   * (backendJsonSchema), which only a constraint compiled from the schema alone takes; inside
-   * structural tags and tool calls they are refused beyond minimum 0 or 1 on integers.
+   * Numeric bounds and open objects' extra names are enforced by grammar rules spliced into the
+   * backend's grammar (backendJsonSchema), which only a constraint compiled from the schema alone
+   * takes; inside structural tags and tool calls numeric bounds are refused beyond minimum 0 or 1
+   * on integers, and objects are closed to their declared properties.
    */
-  numericRanges?: boolean;
+  splicedRules?: boolean;
 }
 
 /**
@@ -95,9 +99,11 @@ export interface CheckOptions {
  * as rewritten by schema-normalize.ts (the form the backend is given).
  */
 export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
-  const root = normalizeSchema(schema);
-  if (options.numericRanges && JSON.stringify(root).includes(RANGE_SLOT))
-    throw new UnsupportedSchema("", `the text ${RANGE_SLOT}, which marks numeric ranges`);
+  const root = normalizeSchema(schema, { openObjects: options.splicedRules });
+  if (options.splicedRules)
+    for (const slot of [RANGE_SLOT, EXTRA_SLOT, OBJECT_SLOT, STRING_SLOT])
+      if (JSON.stringify(root).includes(slot))
+        throw new UnsupportedSchema("", `the text ${slot}, which marks spliced grammar rules`);
   const seen = new Set<unknown>();
   const walk = (s: unknown, at: string): void => {
     if (s === true) return;
@@ -145,7 +151,7 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
     // through, number bounds let values just outside pass); only a lower bound of 0 or 1 on
     // integers held in every probe.
     const bounds = NUMBER_KEYWORDS.filter((k) => k in o);
-    if (bounds.length > 0 && options.numericRanges) {
+    if (bounds.length > 0 && options.splicedRules) {
       if (!types?.every((t) => t === "integer" || t === "number" || t === "null"))
         throw new UnsupportedSchema(
           at,
@@ -196,8 +202,9 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
         throw new UnsupportedSchema(at, `required ${JSON.stringify(missing)} that is not in properties`);
     }
     if ("additionalProperties" in o && o.additionalProperties !== false) {
-      // With declared properties, extra properties are let through unchecked (measured).
-      if ("properties" in o)
+      // With declared properties, the backend's own extra properties may repeat a declared name
+      // with any value (measured); only the spliced extra-name rule keeps them apart.
+      if ("properties" in o && !options.splicedRules)
         throw new UnsupportedSchema(at, "additionalProperties other than false beside properties");
       walk(o.additionalProperties, `${at}/additionalProperties`);
     }
@@ -216,6 +223,13 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
         throw new UnsupportedSchema(at, `${k} that is not a non-negative integer`);
     if ((o.minLength as number) > (o.maxLength as number))
       throw new UnsupportedSchema(at, "minLength greater than maxLength (no string satisfies it)");
+    // The backend counts an extra name each time it is written, JSON.parse keeps one: {"a":1,"a":2}
+    // would pass minProperties 2 (measured).
+    if ((o.minProperties as number) > 1 && "additionalProperties" in o && o.additionalProperties !== false)
+      throw new UnsupportedSchema(
+        at,
+        "minProperties above 1 beside additionalProperties (a repeated name counts twice)",
+      );
     if ("$ref" in o) walk(resolveRef(root, o.$ref, at), String(o.$ref));
     // The backend takes $ref, anyOf and allOf alone: assertions beside them are not combined (measured).
     const combinators = COMBINATORS.filter((k) => k in o);
@@ -291,7 +305,10 @@ function lengthPattern(min = 0, max?: number): string {
   return `^${head}${tail}$`;
 }
 
-/** The schema as the backend is given it: normalized (schema-normalize.ts), then rewritten by backendPatterns. */
+/**
+ * The schema as the backend is given it inside structural tags and tool calls: normalized
+ * (schema-normalize.ts, objects closed), then rewritten by backendPatterns.
+ */
 export function withBackendPatterns(schema: unknown): unknown {
   return backendPatterns(normalizeSchema(schema));
 }
@@ -299,14 +316,58 @@ export function withBackendPatterns(schema: unknown): unknown {
 /** Marks, as a const string, where a numeric range's grammar rule goes (followed by its index). */
 export const RANGE_SLOT = "ortserve-range-";
 
+/** What backendJsonSchema leaves for rules spliced into the backend's grammar. */
+export interface Splices {
+  /** Range slot i's EBNF rules (entered by rangeRuleName(i), numeric-range.ts). */
+  rangeRules: string[];
+  /** Extra-name slot i's declared names (extra-names.ts spliceExtraNames). */
+  extraNames: string[][];
+  /** Any-order object slot j (object-order.ts spliceAnyOrder). */
+  objects: ObjectSlot[];
+  /** Bounded string slot i, one per distinct bound (string-length.ts spliceStrings). */
+  strings: StringSlot[];
+  /** Every $ref of the schema. */
+  refs: string[];
+}
+
 /**
- * The schema as the backend is given it when numeric ranges are enforced: withBackendPatterns,
- * and each bounded number replaced by the const `${RANGE_SLOT}<i>`, whose grammar (EBNF rules
- * entered by rangeRuleName(i), numeric-range.ts) is rangeRules[i]. Call after checkJsonSchema with numericRanges.
+ * An object marked for an any-order rule: the whole as anyOf [const `${OBJECT_SLOT}<j>`, the
+ * object] (its definitions kept where they were), each property's value and the extra-properties
+ * value as anyOf [their marker, their schema].
  */
-export function backendJsonSchema(schema: unknown): { schema: unknown; rangeRules: string[] } {
-  const rangeRules: string[] = [];
-  return { schema: backendPatterns(normalizeSchema(schema), rangeRules), rangeRules };
+function anyOrderObject(o: Record<string, unknown>, slot: ObjectSlot, splices: Splices): unknown {
+  const j = splices.objects.push(slot) - 1;
+  const { $defs, definitions, ...rest } = o;
+  rest.properties = Object.fromEntries(
+    slot.names.map((n, i) => [
+      n,
+      { anyOf: [{ const: propertyMarker(j, i) }, (o.properties as Record<string, unknown>)[n]] },
+    ]),
+  );
+  if (slot.open) rest.additionalProperties = { anyOf: [{ const: extraMarker(j) }, o.additionalProperties] };
+  return {
+    anyOf: [{ const: `${OBJECT_SLOT}${j}` }, rest],
+    ...($defs === undefined ? {} : { $defs }),
+    ...(definitions === undefined ? {} : { definitions }),
+  };
+}
+
+/**
+ * The schema as the backend is given it when rules are spliced: normalized with open objects,
+ * rewritten by backendPatterns, each bounded number replaced by the const `${RANGE_SLOT}<i>`
+ * whose grammar is rangeRules[i], and each open object with declared properties given the
+ * extra-properties value anyOf [const `${EXTRA_SLOT}<i>`, its schema], whose key the grammar
+ * keeps apart from extraNames[i]. Call after checkJsonSchema with splicedRules.
+ */
+export function backendJsonSchema(schema: unknown): { schema: unknown } & Splices {
+  const normalized = normalizeSchema(schema, { openObjects: true });
+  const refs: string[] = [];
+  JSON.stringify(normalized, (k, v) => {
+    if (k === "$ref" && typeof v === "string") refs.push(v);
+    return v;
+  });
+  const splices: Splices = { rangeRules: [], extraNames: [], objects: [], strings: [], refs };
+  return { schema: backendPatterns(normalized, splices), ...splices };
 }
 
 /** The EBNF rules of range slot i, entered by rangeRuleName(i). */
@@ -326,14 +387,24 @@ export function rangeRuleName(i: number): string {
  * forJsonString), the date formats as exact patterns and string lengths as patterns (lengthPattern).
  * Call after checkJsonSchema passed.
  */
-function backendPatterns(schema: unknown, rangeRules?: string[]): unknown {
+function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
   const out: Record<string, unknown> = { ...schema };
-  if (rangeRules && NUMBER_KEYWORDS.some((k) => k in out)) {
+  if (splices && NUMBER_KEYWORDS.some((k) => k in out)) {
+    const { rangeRules } = splices;
     rangeRules.push(rangeRule(out, rangeRules.length));
     return { const: `${RANGE_SLOT}${rangeRules.length - 1}` };
   }
-  const sub = (s: unknown) => backendPatterns(s, rangeRules);
+  const bounded = splices && stringSlot(out);
+  if (bounded) {
+    const { strings } = splices;
+    let i = strings.findIndex(
+      (s) => s.min === bounded.min && s.max === bounded.max && s.nullable === bounded.nullable,
+    );
+    if (i < 0) i = strings.push(bounded) - 1;
+    return { const: `${STRING_SLOT}${i}` };
+  }
+  const sub = (s: unknown, key: string) => backendPatterns(s, splices, `${at}/${key}`);
   if (typeof out.pattern === "string") {
     const json = forJsonString(out.pattern);
     if ("pattern" in json) out.pattern = json.pattern;
@@ -350,9 +421,26 @@ function backendPatterns(schema: unknown, rangeRules?: string[]): unknown {
   // Recursion only into the places a subschema may sit (checkJsonSchema refused the others).
   for (const k of ["properties", "$defs", "definitions"])
     if (typeof out[k] === "object" && out[k] !== null)
-      out[k] = Object.fromEntries(Object.entries(out[k]).map(([name, v]) => [name, sub(v)]));
+      out[k] = Object.fromEntries(
+        Object.entries(out[k]).map(([name, v]) => [name, sub(v, `${k}/${escapePointer(name)}`)]),
+      );
   for (const k of ["anyOf", "allOf", "prefixItems"])
-    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(sub);
-  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k]);
+    if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map((v, i) => sub(v, `${k}/${i}`));
+  for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k], k);
+  const slot = splices && anyOrderSlot(out);
+  // A $ref into the object's own parts (not its definitions) would find them marked: keep the
+  // declared order there.
+  const refInside = splices?.refs.some(
+    (r) => r.startsWith(`#${at}/`) && !/^(\$defs|definitions)\//.test(r.slice(at.length + 2)),
+  );
+  if (splices && slot && !refInside) return anyOrderObject(out, slot, splices);
+  const declared =
+    typeof out.properties === "object" && out.properties !== null ? Object.keys(out.properties) : [];
+  if (splices && declared.length > 0 && "additionalProperties" in out && out.additionalProperties !== false) {
+    splices.extraNames.push(declared);
+    out.additionalProperties = {
+      anyOf: [{ const: `${EXTRA_SLOT}${splices.extraNames.length - 1}` }, out.additionalProperties],
+    };
+  }
   return out;
 }

@@ -47,7 +47,7 @@ const functionTool = object({
   strict: optional(boolean(), {
     ...nullable,
     description:
-      "Accepted; calls that the server constrains (required, a named function) always follow the schema.",
+      "Accepted; calls that the server constrains (required, a named function) always follow the schema, its objects closed to their declared properties.",
   }),
 });
 export type FunctionTool = Infer<typeof functionTool>;
@@ -89,7 +89,11 @@ const jsonSchemaFormat = object({
   name: required(string({ minLength: 1, maxLength: 64 })),
   schema: required(jsonObject()),
   description: optional(string(), nullable),
-  strict: optional(boolean(), nullable),
+  strict: optional(boolean(), {
+    ...nullable,
+    description:
+      "true: every object that leaves additionalProperties unset is closed (OpenAI's strict mode).",
+  }),
 });
 
 export type TextFormat =
