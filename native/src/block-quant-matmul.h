@@ -4,7 +4,8 @@
 // bits, default zero point 8 or 128: w = scale * (q - zero point)), optionally with the per-block
 // offsets of formats such as GGUF's Q4_1 (w += c, the block's offset, src/models/convert/
 // quantized-weights.ts). A block's scales may also come per 16 inputs (GGUF's Q6_K and Q3_K
-// sub-blocks): each half of the block then has its own scale, and offset where they differ (Q2_K). ONNX Runtime's MatMulNBits multiplies them with int8 activations too
+// sub-blocks): each half of the block then has its own scale, and its own offset where the
+// halves' differ (Q2_K). ONNX Runtime's MatMulNBits multiplies them with int8 activations too
 // (accuracy_level 4), but costs a 16-row step about 8x one row although the weights are read once,
 // and needs three more nodes for the offsets. Here the weights are repacked once, 16 output
 // columns side by side, so one AVX-512 VNNI instruction multiplies 4 inputs into 16 outputs and
@@ -15,7 +16,8 @@
 // int8 with scale dx = max|x| / 127 (round to nearest); a block contributes
 //   scale * dx * (sum q * xq - zero point * sum xq) + offset * dx * sum xq,
 // the integer part exact, accumulated in float over blocks in order (with scales per 16 inputs,
-// the two halves' terms one after the other, the first half first).
+// the two halves' terms one after the other, the first half first; with offsets per 16, each
+// half's offset times dx times the sum of its half's xq, likewise).
 #pragma once
 
 #include <cstddef>

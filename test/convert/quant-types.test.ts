@@ -192,8 +192,8 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     expectFileValues(w, dequantize(GgmlType.Q4_K, bytes, 256));
   });
 
-  it("stacking Q4_K, Q6_K and Q5_0 rows keeps every row's values (8-bit, scales per 16, offsets)", () => {
-    const parts = (["Q4_K", "Q6_K", "Q5_0"] as const).map((name, i) => {
+  it("stacking Q4_K, Q6_K, Q5_0 and Q2_K rows keeps every row's values (8-bit, scales and offsets per 16)", () => {
+    const parts = (["Q4_K", "Q6_K", "Q5_0", "Q2_K"] as const).map((name, i) => {
       const bytes = randomBlocks(name, 2 * k, 10 + i);
       return {
         w: exactNBits(LAYOUTS[name]!.type, bytes, 2, k)!,
@@ -204,9 +204,9 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     expect({ bits: both.bits, blockSize: both.blockSize, n: both.n }).toEqual({
       bits: 8,
       blockSize: 16,
-      n: 6,
+      n: 8,
     });
-    const values = new Float32Array(6 * k);
+    const values = new Float32Array(8 * k);
     for (const [i, p] of parts.entries()) values.set(p.values, i * 2 * k);
     expectFileValues(both, values);
   });

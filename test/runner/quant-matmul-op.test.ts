@@ -279,6 +279,9 @@ function writeGraph(dir: string, name: string, w: NBitsWeight, swiglu: boolean):
   return path;
 }
 
+/** GGUF's Q2_K as the converter stores it: 4-bit, scales and offsets per 16 inputs. */
+const Q2_K_FORM = { bits: 4, offsets: true, scaleBlock: 16, offsetBlock: 16 } as const;
+
 describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", () => {
   let dir: string;
   beforeAll(() => {
@@ -314,16 +317,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
     { name: "Q6_K", bits: 8, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
     { name: "Q3_K", bits: 4, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
     // Offsets per 16 inputs too: Q2_K.
-    {
-      name: "Q2_K",
-      bits: 4,
-      offsets: true,
-      n: 200,
-      swiglu: false,
-      op: QUANT_MATMUL_OFFSET_OP,
-      scaleBlock: 16,
-      offsetBlock: 16,
-    },
+    { name: "Q2_K", ...Q2_K_FORM, n: 200, swiglu: false, op: QUANT_MATMUL_OFFSET_OP },
     {
       name: "Q4_K + Q6_K stack",
       bits: 8,
@@ -374,27 +368,14 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       scaleBlock: 16,
       k: 512,
     },
-    {
-      name: "Q2_K as converted (zero point in the offsets)",
-      bits: 4,
-      offsets: true,
-      n: 200,
-      swiglu: false,
-      op: QUANT_MATMUL_OFFSET_OP,
-      scaleBlock: 16,
-      offsetBlock: 16,
-      k: 512,
-      fold: 8,
-    },
+    // Q2_K as converted: the zero point in the offsets, coded scales and offsets.
+    { name: "Q2_K", ...Q2_K_FORM, n: 200, swiglu: false, op: QUANT_MATMUL_OFFSET_OP, k: 512, fold: 8 },
     {
       name: "Q2_K + SwiGLU",
-      bits: 4,
-      offsets: true,
+      ...Q2_K_FORM,
       n: 256,
       swiglu: true,
       op: QUANT_MATMUL_OFFSET_SWIGLU_OP,
-      scaleBlock: 16,
-      offsetBlock: 16,
       k: 512,
       fold: 8,
     },

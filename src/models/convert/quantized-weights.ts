@@ -19,8 +19,9 @@
  * no model file uses) is dequantized and requantized to 8-bit blocks of 32 only when the caller
  * allows it.
  *
- * Debt: storage is wider than the file's for types the kernel has no 5- or 6-bit form for
- * (Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
+ * Debt: storage is wider than the file's for types the kernel has no 2-, 3-, 5- or 6-bit form for
+ * (Q2_K and Q3_K as 4-bit, Q2_K's 4-bit scale and min codes as int8: 5.125 bits/weight where the
+ * file has 2.625; Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
  * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
  * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
  * (twice their bytes).
