@@ -10,11 +10,12 @@
  * - converted to q4 with every matrix of that type, the model runs on ortserve's kernels
  *   (test/runner/quant-matmul-op.test.ts holds those to the blocks' arithmetic) and its logits are
  *   as close to those exact logits as llama.cpp's own run of the file (its int8 activations, Q8_K
- *   for K-quants) is.
+ *   for K-quants) is, with the weights read in the bits per weight docs/formats-and-kernels.md
+ *   names.
  * F16 and BF16 matrices stay float32 in a q4 model (exact); a type without an exact mapping (Q8_K,
  * which llama.cpp uses only for activations) is refused by name unless requantizing is allowed.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -272,6 +273,21 @@ function medianRowError(got: Float32Array, want: Float32Array): number {
 
 const FLOAT_TYPES: Record<string, GgmlTypeId> = { F16: GgmlType.F16, BF16: GgmlType.BF16 };
 
+/** Bits per weight the native kernel reads for a model of one type (docs/formats-and-kernels.md). */
+const KERNEL_BITS: Record<string, number> = {
+  Q4_0: 4.5,
+  // Its offsets, the nibbles' zero point folded in, are off the half grid: float metadata.
+  Q4_1: 6.0,
+  Q8_0: 8.5,
+  Q5_0: 6.5,
+  Q5_1: 7.0,
+  Q4_K: 4.625,
+  Q5_K: 6.625,
+  Q6_K: 6.625,
+  Q3_K: 4.625,
+  Q2_K: 5.125,
+};
+
 describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.cpp", (name) => {
   const float = FLOAT_TYPES[name];
   const type = float ?? LAYOUTS[name]!.type;
@@ -340,6 +356,15 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
       // wrong value anywhere would put ours far off: the weights are of the order of the logits').
       expect(ours).toBeLessThan(5e-2);
       expect(ours).toBeLessThanOrEqual(1.5 * theirs);
+      // The kernel reads the form the docs name (the lm head's columns padded to whole tiles of
+      // 16; a tied head is read in the gathered table's wider form, so only untied rows count).
+      const { projections, packedWeightBytes } = await quant.runtime();
+      if (projections === "ortserve.BlockQuantMatMul" && row.untiedHead) {
+        const { vocab_size: vocab } = JSON.parse(readFileSync(join(quantDir, "config.json"), "utf8"));
+        // Every matrix but the embedding, which is gathered, not multiplied.
+        const projected = quantTypes.find((u) => u.type === name)!.weights - vocab * row.hidden;
+        expect((packedWeightBytes! * 8) / projected).toBeCloseTo(KERNEL_BITS[name]!, 2);
+      }
     } finally {
       await exact.release();
       await quant.release();
