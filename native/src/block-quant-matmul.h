@@ -117,9 +117,10 @@ class PackedBlockQuantWeight {
 
   // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
   // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
-  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so:
-  // 20 and 34 bytes per 32 weights, as in the file, instead of 24 and 36 as float; a decode step
-  // reads every weight, so these bytes are its time); else coded when k is a multiple of 256 and
+  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so,
+  // though the converter's Q4_1 offsets are not: 20 and 34 bytes per 32 weights, as in the file,
+  // instead of 24 and 36 as float; a decode step reads every weight, so these bytes are its
+  // time); else coded when k is a multiple of 256 and
   // every super-block's values factor exactly into a half and int8 codes (GGUF's K-quants: Q4_K
   // in 18.5 bytes per 32 weights instead of 24); else as float. Without offsets, half metadata
   // comes after each pair of blocks (32 + 32 bytes), so every block's quants stay 64-byte aligned.
