@@ -4,7 +4,8 @@
 // bits, default zero point 8 or 128: w = scale * (q - zero point)), optionally with the per-block
 // offsets of formats such as GGUF's Q4_1 (w += c, the block's offset, src/models/convert/
 // quantized-weights.ts). A block's scales may also come per 16 inputs (GGUF's Q6_K and Q3_K
-// sub-blocks): each half of the block then has its own scale. ONNX Runtime's MatMulNBits multiplies them with int8 activations too
+// sub-blocks): each half of the block then has its own scale, and its own offset where the
+// halves' differ (Q2_K). ONNX Runtime's MatMulNBits multiplies them with int8 activations too
 // (accuracy_level 4), but costs a 16-row step about 8x one row although the weights are read once,
 // and needs three more nodes for the offsets. Here the weights are repacked once, 16 output
 // columns side by side, so one AVX-512 VNNI instruction multiplies 4 inputs into 16 outputs and
@@ -15,7 +16,8 @@
 // int8 with scale dx = max|x| / 127 (round to nearest); a block contributes
 //   scale * dx * (sum q * xq - zero point * sum xq) + offset * dx * sum xq,
 // the integer part exact, accumulated in float over blocks in order (with scales per 16 inputs,
-// the two halves' terms one after the other, the first half first).
+// the two halves' terms one after the other, the first half first; with offsets per 16, each
+// half's offset times dx times the sum of its half's xq, likewise).
 #pragma once
 
 #include <cstddef>
@@ -34,14 +36,15 @@ namespace ortserve {
 enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2 };
 
 // Where a block's quants, scales and offsets sit within its tile, for one kind of weight (bits,
-// offsets, metadata kind, scales per 16): constexpr, so a kernel built for one kind computes the
-// addresses with constants. Metadata `which` is 0 for the block's (first) 16 scales, 1 for the
-// second half's with scales per 16, and scalesPerBlock for its offsets.
+// offsets per block: 0, 1, or 2 with offsets per 16 inputs, metadata kind, scales per 16):
+// constexpr, so a kernel built for one kind computes the addresses with constants. Metadata
+// `which` is 0 for the block's (first) 16 scales, 1 for the second half's with scales per 16, and
+// scalesPerBlock (+ 1 for the second half's, with offsets per 16) for its offsets.
 struct BlockLayout {
   size_t quantBytes;
   int meta;
   int scalesPerBlock;
-  bool offsets;
+  int offsetsPerBlock;
   // Float and half: bytes of one block's 16 scales, or of its 16 offsets.
   size_t metaBytes;
   // Bytes of one block's metadata (scales, then offsets; coded: their codes).
@@ -54,16 +57,16 @@ struct BlockLayout {
   size_t groupStride;
 
   static constexpr size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
-  constexpr BlockLayout(int bits, bool withOffsets, int metaKind, bool pairScales = false)
+  constexpr BlockLayout(int bits, int offsetsPerBlock_, int metaKind, bool pairScales = false)
       : quantBytes(static_cast<size_t>(bits) * 64),
         meta(metaKind),
         scalesPerBlock(pairScales ? 2 : 1),
-        offsets(withOffsets),
+        offsetsPerBlock(offsetsPerBlock_),
         metaBytes(metaKind == kCodedMeta ? 16 : metaKind == kHalfMeta ? 32 : 64),
-        blockMetaBytes(metaBytes * (scalesPerBlock + (withOffsets ? 1 : 0))),
+        blockMetaBytes(metaBytes * (scalesPerBlock + offsetsPerBlock_)),
         groupShift(metaKind == kCodedMeta ? 3 : blockMetaBytes % 64 != 0 ? 1 : 0),
         groupStride(metaKind == kCodedMeta
-                        ? Align64(8 * (quantBytes + blockMetaBytes) + 32 * (withOffsets ? 2 : 1))
+                        ? Align64(8 * (quantBytes + blockMetaBytes) + 32 * (offsetsPerBlock_ > 0 ? 2 : 1))
                         : (quantBytes + blockMetaBytes) << groupShift) {}
   constexpr size_t Group(int b) const { return static_cast<size_t>(b >> groupShift) * groupStride; }
   constexpr size_t Quants(int b) const {
@@ -94,9 +97,10 @@ class PackedBlockQuantWeight {
 
   // quants [>= n rows, k / 32 blocks, 32 * bits / 8 bytes] (MatMulNBits' B; for 4 bits element 2j
   // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / scaleBlock] with
-  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, the two halves
-  // of a block of 32 must carry the same offset). Rows past n (the converter's block-sum rows) are
-  // ignored. Returns nullptr, or what is wrong.
+  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, kept per 32
+  // inputs when the two halves of every block of 32 carry the same offset, else per 16: GGUF's
+  // Q2_K). Rows past n (the converter's block-sum rows) are ignored. Returns nullptr, or what is
+  // wrong.
   const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
                    int scaleBlock = 32);
 
@@ -108,12 +112,15 @@ class PackedBlockQuantWeight {
   bool hasOffsets() const { return hasOffsets_; }
   // Whether scales come per 16 inputs (two a block).
   bool pairScales() const { return pairScales_; }
+  // Whether offsets come per 16 inputs too (two a block; only with pairScales).
+  bool pairOffsets() const { return pairOffsets_; }
 
   // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
   // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
-  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so:
-  // 20 and 34 bytes per 32 weights, as in the file, instead of 24 and 36 as float; a decode step
-  // reads every weight, so these bytes are its time); else coded when k is a multiple of 256 and
+  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so,
+  // though the converter's Q4_1 offsets are not: 20 and 34 bytes per 32 weights, as in the file,
+  // instead of 24 and 36 as float; a decode step reads every weight, so these bytes are its
+  // time); else coded when k is a multiple of 256 and
   // every super-block's values factor exactly into a half and int8 codes (GGUF's K-quants: Q4_K
   // in 18.5 bytes per 32 weights instead of 24); else as float. Without offsets, half metadata
   // comes after each pair of blocks (32 + 32 bytes), so every block's quants stay 64-byte aligned.
@@ -121,7 +128,7 @@ class PackedBlockQuantWeight {
   int blocks() const { return k_ / 32; }
   bool halfMeta() const { return meta_ == kHalfMeta; }
   MetaKind metaKind() const { return meta_; }
-  // Coded offsets are stored less this times the block's (first) scale (0 or 8).
+  // Coded offsets are stored less this times the scale of the same inputs (0 or 8).
   float offsetFold() const { return offsetFold_; }
   // Packed bytes: what a decode step reads.
   size_t bytes() const { return static_cast<size_t>(tiles()) * tileBytes_; }
@@ -139,7 +146,8 @@ class PackedBlockQuantWeight {
   MetaKind meta_ = kFloatMeta;
   float offsetFold_ = 0.0f;
   bool pairScales_ = false;
-  BlockLayout layout_{4, false, kFloatMeta};
+  bool pairOffsets_ = false;
+  BlockLayout layout_{4, 0, kFloatMeta};
   size_t tileBytes_ = 0;
 };
 

@@ -10,11 +10,12 @@
  * - converted to q4 with every matrix of that type, the model runs on ortserve's kernels
  *   (test/runner/quant-matmul-op.test.ts holds those to the blocks' arithmetic) and its logits are
  *   as close to those exact logits as llama.cpp's own run of the file (its int8 activations, Q8_K
- *   for K-quants) is.
- * F16 and BF16 matrices stay float32 in a q4 model (exact); types without an exact mapping (Q2_K)
- * are refused by name unless requantizing is allowed.
+ *   for K-quants) is, with the weights read in the bits per weight docs/formats-and-kernels.md
+ *   names.
+ * F16 and BF16 matrices stay float32 in a q4 model (exact); a type without an exact mapping (Q8_K,
+ * which llama.cpp uses only for activations) is refused by name unless requantizing is allowed.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -94,7 +95,7 @@ const LAYOUTS: Record<
     ],
   },
 };
-const EXACT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q3_K", "Q4_K", "Q5_K", "Q6_K"];
+const EXACT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"];
 
 /** Random blocks of `name` for `count` elements: random quants and sub-block scales, fp16 scales near the type's magnitude. */
 function randomBlocks(name: string, count: number, seed: number): Uint8Array {
@@ -108,6 +109,15 @@ function randomBlocks(name: string, count: number, seed: number): Uint8Array {
       out[b * layout.bytes + at] = h & 0xff;
       out[b * layout.bytes + at + 1] = h >> 8;
     }
+  return out;
+}
+
+/** Random Q8_K blocks: a float32 scale, 256 int8 quants and 16 (unused) sums. */
+function randomQ8K(count: number, seed: number): Uint8Array {
+  const rand = seededRandom(seed);
+  const out = Uint8Array.from({ length: (count / 256) * 292 }, () => Math.floor(rand() * 256));
+  const view = new DataView(out.buffer);
+  for (let o = 0; o < out.length; o += 292) view.setFloat32(o, 0.004 * (0.5 + rand()), true);
   return out;
 }
 
@@ -152,6 +162,7 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     Q5_0: { bits: 8, blockSize: 32, offsets: false },
     Q5_1: { bits: 8, blockSize: 32, offsets: true },
     Q8_0: { bits: 8, blockSize: 32, offsets: false },
+    Q2_K: { bits: 4, blockSize: 16, offsets: true },
     Q3_K: { bits: 4, blockSize: 16, offsets: false },
     Q4_K: { bits: 4, blockSize: 32, offsets: true },
     Q5_K: { bits: 8, blockSize: 32, offsets: true },
@@ -182,8 +193,8 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     expectFileValues(w, dequantize(GgmlType.Q4_K, bytes, 256));
   });
 
-  it("stacking Q4_K, Q6_K and Q5_0 rows keeps every row's values (8-bit, scales per 16, offsets)", () => {
-    const parts = (["Q4_K", "Q6_K", "Q5_0"] as const).map((name, i) => {
+  it("stacking Q4_K, Q6_K, Q5_0 and Q2_K rows keeps every row's values (8-bit, scales and offsets per 16)", () => {
+    const parts = (["Q4_K", "Q6_K", "Q5_0", "Q2_K"] as const).map((name, i) => {
       const bytes = randomBlocks(name, 2 * k, 10 + i);
       return {
         w: exactNBits(LAYOUTS[name]!.type, bytes, 2, k)!,
@@ -194,18 +205,18 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     expect({ bits: both.bits, blockSize: both.blockSize, n: both.n }).toEqual({
       bits: 8,
       blockSize: 16,
-      n: 6,
+      n: 8,
     });
-    const values = new Float32Array(6 * k);
+    const values = new Float32Array(8 * k);
     for (const [i, p] of parts.entries()) values.set(p.values, i * 2 * k);
     expectFileValues(both, values);
   });
 
-  for (const type of [GgmlType.F16, GgmlType.BF16, GgmlType.Q2_K]) {
+  for (const type of [GgmlType.F16, GgmlType.BF16, GgmlType.Q8_K]) {
     const name = ggmlTypeName(type);
     it(`${name} is refused by tensor and type, and requantized only when allowed`, () => {
       expect(hasIntegerBlocks(type)).toBe(false);
-      const bytes = type === GgmlType.Q2_K ? randomBlocks("Q2_K", n * k, 4) : randomFloats(type, n * k, 4);
+      const bytes = type === GgmlType.Q8_K ? randomQ8K(n * k, 4) : randomFloats(type, n * k, 4);
       const values = dequantize(type, bytes, n * k);
       const pack = (allowRequantize: boolean) =>
         packNBits(type, bytes, n, k, () => values, { name: "blk.3.ffn_down.weight", allowRequantize });
@@ -261,6 +272,21 @@ function medianRowError(got: Float32Array, want: Float32Array): number {
 }
 
 const FLOAT_TYPES: Record<string, GgmlTypeId> = { F16: GgmlType.F16, BF16: GgmlType.BF16 };
+
+/** Bits per weight the native kernel reads for a model of one type (docs/formats-and-kernels.md). */
+const KERNEL_BITS: Record<string, number> = {
+  Q4_0: 4.5,
+  // Its offsets, the nibbles' zero point folded in, are off the half grid: float metadata.
+  Q4_1: 6.0,
+  Q8_0: 8.5,
+  Q5_0: 6.5,
+  Q5_1: 7.0,
+  Q4_K: 4.625,
+  Q5_K: 6.625,
+  Q6_K: 6.625,
+  Q3_K: 4.625,
+  Q2_K: 5.125,
+};
 
 describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.cpp", (name) => {
   const float = FLOAT_TYPES[name];
@@ -330,6 +356,15 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
       // wrong value anywhere would put ours far off: the weights are of the order of the logits').
       expect(ours).toBeLessThan(5e-2);
       expect(ours).toBeLessThanOrEqual(1.5 * theirs);
+      // The kernel reads the form the docs name (the lm head's columns padded to whole tiles of
+      // 16; a tied head is read in the gathered table's wider form, so only untied rows count).
+      const { projections, packedWeightBytes } = await quant.runtime();
+      if (projections === "ortserve.BlockQuantMatMul" && row.untiedHead) {
+        const { vocab_size: vocab } = JSON.parse(readFileSync(join(quantDir, "config.json"), "utf8"));
+        // Every matrix but the embedding, which is gathered, not multiplied.
+        const projected = quantTypes.find((u) => u.type === name)!.weights - vocab * row.hidden;
+        expect((packedWeightBytes! * 8) / projected).toBeCloseTo(KERNEL_BITS[name]!, 2);
+      }
     } finally {
       await exact.release();
       await quant.release();
@@ -350,19 +385,20 @@ describe("a GGUF with a type ortserve cannot map exactly", () => {
   let root: string;
   let gguf: string;
   beforeAll(() => {
-    root = mkdtempSync(join(tmpdir(), "ortserve-quant-q2k-"));
-    gguf = writeRowGguf(join(root, "q2k.gguf"), ROW, 7, (t) => {
+    root = mkdtempSync(join(tmpdir(), "ortserve-quant-q8k-"));
+    gguf = writeRowGguf(join(root, "q8k.gguf"), ROW, 7, (t) => {
       if (!MATRICES.test(t.name)) return t;
       const count = t.dims.reduce((a, b) => a * b, 1);
-      const name = t.name === "blk.0.ffn_down.weight" ? "Q2_K" : "Q4_K";
-      return { ...t, type: LAYOUTS[name]!.type, data: randomBlocks(name, count, count) };
+      if (t.name === "blk.0.ffn_down.weight")
+        return { ...t, type: GgmlType.Q8_K, data: randomQ8K(count, count) };
+      return { ...t, type: GgmlType.Q4_K, data: randomBlocks("Q4_K", count, count) };
     });
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it("is refused, naming the tensor and its type", async () => {
     await expect(convertGguf(gguf, join(root, "refused"), { format: "q4" })).rejects.toThrow(
-      "tensor blk.0.ffn_down.weight is Q2_K",
+      "tensor blk.0.ffn_down.weight is Q8_K",
     );
   });
 
@@ -371,7 +407,7 @@ describe("a GGUF with a type ortserve cannot map exactly", () => {
     const { quantTypes } = await convertGguf(gguf, dir, { format: "q4", allowRequantize: true });
     expect(quantTypes.filter((u) => u.mapping === "requantized")).toEqual([
       {
-        type: "Q2_K",
+        type: "Q8_K",
         mapping: "requantized",
         stored: "8-bit, scales per 32",
         tensors: 1,

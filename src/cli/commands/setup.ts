@@ -37,7 +37,7 @@ Options:
                        hf:<org>/<repo>[/<file.gguf>][@rev], or a file
   --format q4|fp32     ONNX flavour to produce (default: the model's "format", q4)
   --force              convert again even if the stamp says it is up to date
-  --allow-requantize   requantize tensors ortserve cannot map exactly (Q2_K)
+  --allow-requantize   requantize tensors ortserve cannot map exactly (Q8_K)
                        instead of refusing the model (see \`convert --help\`)
   --verify             re-hash the cached GGUF instead of trusting its size
   --fetch-only         stop after the GGUF is cached

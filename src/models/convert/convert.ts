@@ -23,7 +23,7 @@ export interface ConvertOptions {
   /** See DecoderGraphOptions.accuracyLevel; 4 unless testing. */
   accuracyLevel?: 0 | 4;
   /**
-   * q4: requantize weights whose type has no exact mapping (Q2_K) to 8-bit blocks
+   * q4: requantize weights whose type has no exact mapping (Q8_K) to 8-bit blocks
    * instead of refusing the file. The model is then not the file's, and its quantization report
    * says so.
    */

@@ -3,8 +3,7 @@
  * elements a scale s and (some types) an offset a, the weight being s * q + a. s and a are the
  * products llama.cpp's dequantize_row_* form before multiplying by q (an fp16 times a small
  * integer), which float32 holds exactly; so these are the file's values, not an approximation.
- * Types whose blocks do not decompose so (Q2_K's 16-element offsets aside, every float type)
- * have no entry.
+ * Types whose blocks do not decompose so (every float type) have no entry.
  */
 import { fp16ToFloat32 } from "../gguf/half.ts";
 import { GgmlType, type GgmlTypeId } from "../gguf/types.ts";
@@ -60,6 +59,15 @@ function scalesAndMinsK4(src: Uint8Array, o: number, out: IntegerBlocks, s: numb
     out.scales[s + j] = d * sc;
     out.offsets![s + j] = -(dmin * m);
   }
+}
+
+/**
+ * The 2-bit field of element i (of 256) that Q2_K stores, and Q3_K as its low bits: each 32-byte
+ * half of qs (at `qs`) serves 128 elements, 2-bit field `shift` of byte l being element
+ * 32 * (shift / 2) + l of that half.
+ */
+function twoBitField(src: Uint8Array, qs: number, i: number): number {
+  return (src[qs + 32 * (i >> 7) + (i & 31)]! >> (2 * ((i >> 5) & 3))) & 3;
 }
 
 const DECODERS: Partial<Record<GgmlTypeId, Decoder>> = {
@@ -235,15 +243,28 @@ const DECODERS: Partial<Record<GgmlTypeId, Decoder>> = {
         out.scales[s + 8 + i] = d * (((lo0 >> 4) | (((hi >> 4) & 3) << 4)) - 32);
         out.scales[s + 12 + i] = d * (((lo1 >> 4) | (((hi >> 6) & 3) << 4)) - 32);
       }
-      let at = e;
-      let m = 1;
-      for (let n = 0; n < 2; n++) {
-        const qs = o + 32 + 32 * n;
-        for (let shift = 0; shift < 8; shift += 2, m <<= 1)
-          for (let g = 0; g < 32; g += 16)
-            for (let l = 0; l < 16; l++)
-              out.q[at++] = ((src[qs + g + l]! >> shift) & 3) - ((src[o + g + l]! & m) !== 0 ? 0 : 4);
+      // hmask bit (i / 32) of byte i % 32 is element i's high bit.
+      for (let i = 0; i < 256; i++)
+        out.q[e + i] = twoBitField(src, o + 32, i) - ((src[o + (i & 31)]! >> (i >> 5)) & 1 ? 0 : 4);
+    },
+  },
+  // x = (d * (sc & 15)) * q - (dmin * (sc >> 4)) per 16, q 2-bit: scales[16], qs[64], d, dmin.
+  [GgmlType.Q2_K]: {
+    superBlock: 256,
+    bytes: 84,
+    subBlock: 16,
+    min: 0,
+    max: 3,
+    offsets: true,
+    decode(src, o, out, e, s) {
+      const d = half(src, o + 80);
+      const dmin = half(src, o + 82);
+      for (let j = 0; j < 16; j++) {
+        const sc = src[o + j]!;
+        out.scales[s + j] = d * (sc & 15);
+        out.offsets![s + j] = -(dmin * (sc >> 4));
       }
+      for (let i = 0; i < 256; i++) out.q[e + i] = twoBitField(src, o + 16, i);
     },
   },
 };

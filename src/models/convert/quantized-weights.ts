@@ -7,22 +7,24 @@
  * decomposes (weight = s * q + a per sub-block, s and a exact in float32) maps so:
  *   q in [-8, 7]                → 4-bit, stored q + 8, scale s        (Q4_0, Q3_K)
  *   q in [0, 15] with offsets    → 4-bit, stored q, scale s, offset a + 8s when float32 holds it
- *                                  exactly (Q4_1, Q4_K; else as below)
+ *                                  exactly (Q4_1, Q4_K, Q2_K; else as below)
  *   otherwise (q in [-128, 127]) → 8-bit, stored q + 128, scale s, offset a
  *                                  (Q5_0, Q5_1, Q8_0, Q5_K, Q6_K)
- * with blocks of 16 for types whose scales come per 16 elements (Q6_K, Q3_K). A per-block offset
+ * with blocks of 16 for types whose scales (and offsets) come per 16 elements (Q6_K, Q3_K, Q2_K). A per-block offset
  * cannot be expressed as an integer zero point (float zero points force a slow full dequantization
  * on every call), so it is returned separately: the graph adds blockSums(A) x C, where
  * C[block, n] = offset, taking the block sums from extra output rows appended to the weight
  * (`withBlockSumRows`). Other types have no exact mapping: float ones (F32, F16, BF16) the GGUF
- * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); the rest (Q2_K) are
- * dequantized and requantized to 8-bit blocks of 32 only when the caller allows it.
+ * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); any other (Q8_K, which
+ * no model file uses) is dequantized and requantized to 8-bit blocks of 32 only when the caller
+ * allows it.
  *
- * Debt: storage is wider than the file's for types the kernel has no 5- or 6-bit form for
- * (Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
+ * Debt: storage is wider than the file's for types the kernel has no 2-, 3-, 5- or 6-bit form for
+ * (Q2_K and Q3_K as 4-bit, Q2_K's 4-bit scale and min codes as int8: 5.125 bits/weight where the
+ * file has 2.625; Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
  * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
  * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
- * (twice their bytes); Q2_K needs offsets per 16 inputs in the kernel.
+ * (twice their bytes).
  */
 import { ggmlTypeName } from "../gguf/ggml-types.ts";
 import { GgmlType, type GgmlTypeId } from "../gguf/types.ts";
@@ -60,9 +62,6 @@ export function exactNBits(
   if (!blocks) return undefined;
   const { q, scales, subBlock } = blocks;
   let offsets = blocks.offsets;
-  // The kernel adds one offset per 32 inputs: 16-element offsets must pair up.
-  if (offsets && subBlock === 16)
-    for (let i = 0; i < offsets.length; i += 2) if (offsets[i] !== offsets[i + 1]) return undefined;
   let bits: 4 | 8 = 8;
   let bias = 128;
   if (blocks.min >= -8 && blocks.max <= 7) {
