@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -228,9 +229,9 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     const __m512 highScales = Pairs ? LoadMeta16<Meta>(tileData, kLayout, b, 1) : scales;
     __m512 offsets = Offsets ? LoadMeta16<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock) : _mm512_setzero_ps();
     __m512 highOffsets = Offsets == 2 ? LoadMeta16<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1) : offsets;
-    // Coded offsets are stored less offsetFold times the scale (exact: one rounding to the offset).
-    if constexpr (Offsets && Meta == kCodedMeta) offsets = _mm512_fmadd_ps(_mm512_set1_ps(w.offsetFold()), scales, offsets);
-    if constexpr (Offsets == 2 && Meta == kCodedMeta)
+    // Coded and half offsets are stored less offsetFold times the scale (exact: one rounding to the offset).
+    if constexpr (Offsets && Meta != kFloatMeta) offsets = _mm512_fmadd_ps(_mm512_set1_ps(w.offsetFold()), scales, offsets);
+    if constexpr (Offsets == 2 && Meta != kFloatMeta)
       highOffsets = _mm512_fmadd_ps(_mm512_set1_ps(w.offsetFold()), highScales, highOffsets);
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock);
@@ -428,8 +429,8 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
       const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
       __m256 offsets = Offsets ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock, h) : _mm256_setzero_ps();
       __m256 highOffsets = Offsets == 2 ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1, h) : offsets;
-      if constexpr (Offsets && Meta == kCodedMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
-      if constexpr (Offsets == 2 && Meta == kCodedMeta)
+      if constexpr (Offsets && Meta != kFloatMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
+      if constexpr (Offsets == 2 && Meta != kFloatMeta)
         highOffsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, highOffsets);
       for (int r = 0; r < R; r++) {
         __m256 a = _mm256_load_ps(acc[r] + 8 * h);
@@ -672,11 +673,31 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   const int metaPerBlock = scalesPerBlock + offsetsPerBlock;
   // Half metadata only when it reads back as the same floats, coded only when every super-block's
   // values factor exactly: the kernels' results are then the float layout's, bit for bit.
-  // Debt: the converter's Q4_1 offsets (m + 8d) are off the half grid, so Q4_1 is read as float
-  // (6 bits/weight, not the file's 5); taking offsetFold out first, as coding does, would fix it.
-  bool half = true;
-  for (int64_t i = 0; i < static_cast<int64_t>(n) * perColumn && half; i++)
-    half = IsExactHalf(scales[i]) && (offsets == nullptr || IsExactHalf(offsets[i]));
+  // Offset `which` of column c's block b less fold times the scale of the same inputs, or NaN
+  // when the kernel's one rounding of fold * scale + that would not give the offset back.
+  auto unfolded = [&](int64_t c, int64_t b, int which, float fold) {
+    const float offset = value(c, b, which);
+    const float scale = value(c, b, scaleOfOffset(which));
+    const float rest = offset - fold * scale;
+    const bool exact = static_cast<double>(rest) == static_cast<double>(offset) - fold * static_cast<double>(scale) &&
+                       std::fma(fold, scale, rest) == offset;
+    return exact ? rest : std::numeric_limits<float>::quiet_NaN();
+  };
+  // The converter folds a 4-bit zero point of 8 into the offsets (Q4_1's m + 8d), which takes
+  // them off the half grid; with the fold taken out they are the file's halves again.
+  auto allHalf = [&](float fold) {
+    for (int64_t c = 0; c < n; c++)
+      for (int64_t b = 0; b < blockCount; b++)
+        for (int which = 0; which < metaPerBlock; which++)
+          if (!IsExactHalf(which < scalesPerBlock ? value(c, b, which) : unfolded(c, b, which, fold))) return false;
+    return true;
+  };
+  float halfFold = 0.0f;
+  bool half = allHalf(0.0f);
+  if (!half && offsets != nullptr && allHalf(8.0f)) {
+    half = true;
+    halfFold = 8.0f;
+  }
   std::vector<int8_t> codes;
   std::vector<uint16_t> factors;
   // Codes every super-block's scales, and its offsets less offsetFold times the scale of the same
@@ -721,7 +742,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         }
     return true;
   };
-  offsetFold_ = 0.0f;
+  offsetFold_ = halfFold;
   if (!half && blockCount % 8 == 0 && !code(0.0f) && offsets != nullptr && code(8.0f)) offsetFold_ = 8.0f;
   meta_ = half ? kHalfMeta : codes.empty() ? kFloatMeta : kCodedMeta;
   layout_ = BlockLayout(bits, offsetsPerBlock, meta_, pairs);
@@ -759,7 +780,8 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
             const uint16_t factor = factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
             std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
           } else if (meta_ == kHalfMeta) {
-            const uint16_t h = FloatToHalf(value(column, b, which));
+            const float v = which < scalesPerBlock ? value(column, b, which) : unfolded(column, b, which, offsetFold_);
+            const uint16_t h = FloatToHalf(v);
             std::memcpy(at + 2 * lane, &h, 2);
           } else {
             const float f = value(column, b, which);
@@ -783,7 +805,8 @@ float PackedBlockQuantWeight::MetaValue(int t, int b, int which, int lane) const
   if (meta_ == kHalfMeta) {
     uint16_t h;
     std::memcpy(&h, at + 2 * lane, 2);
-    return HalfToFloat(h);
+    if (which < layout_.scalesPerBlock) return HalfToFloat(h);
+    return std::fma(offsetFold_, MetaValue(t, b, pairOffsets_ ? which - layout_.scalesPerBlock : 0, lane), HalfToFloat(h));
   }
   float f;
   std::memcpy(&f, at + 4 * lane, 4);

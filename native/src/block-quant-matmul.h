@@ -117,8 +117,8 @@ class PackedBlockQuantWeight {
 
   // Output tiles of 16 columns, one after another; in a tile, block by block the 16 columns'
   // quants, then their 16 scales and (with offsets) 16 offsets. The scales and offsets are stored
-  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so,
-  // though the converter's Q4_1 offsets are not: 20 and 34 bytes per 32 weights, as in the file,
+  // as IEEE half when every one of them is a half value (GGUF's Q4_1 and Q8_0 store theirs so;
+  // Q4_1's offsets once the folded zero point is out, see offsetFold: 20 and 34 bytes per 32 weights, as in the file,
   // instead of 24 and 36 as float; a decode step reads every weight, so these bytes are its
   // time); else coded when k is a multiple of 256 and
   // every super-block's values factor exactly into a half and int8 codes (GGUF's K-quants: Q4_K
@@ -128,7 +128,7 @@ class PackedBlockQuantWeight {
   int blocks() const { return k_ / 32; }
   bool halfMeta() const { return meta_ == kHalfMeta; }
   MetaKind metaKind() const { return meta_; }
-  // Coded offsets are stored less this times the scale of the same inputs (0 or 8).
+  // Coded and half offsets are stored less this times the scale of the same inputs (0 or 8).
   float offsetFold() const { return offsetFold_; }
   // Packed bytes: what a decode step reads.
   size_t bytes() const { return static_cast<size_t>(tiles()) * tileBytes_; }

@@ -276,8 +276,8 @@ const FLOAT_TYPES: Record<string, GgmlTypeId> = { F16: GgmlType.F16, BF16: GgmlT
 /** Bits per weight the native kernel reads for a model of one type (docs/formats-and-kernels.md). */
 const KERNEL_BITS: Record<string, number> = {
   Q4_0: 4.5,
-  // Its offsets, the nibbles' zero point folded in, are off the half grid: float metadata.
-  Q4_1: 6.0,
+  // Half scales and offsets: the nibbles' folded zero point is taken out of the offsets.
+  Q4_1: 5.0,
   Q8_0: 8.5,
   Q5_0: 6.5,
   Q5_1: 7.0,
