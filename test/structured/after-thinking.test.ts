@@ -15,6 +15,11 @@ const SCHEMA = JSON.stringify({
   required: ["n", "tag"],
 });
 
+const DIGIT_NAMES = JSON.stringify({
+  type: "object",
+  properties: Object.fromEntries([0, 1, 2, 3, 4, 5, 6].map((d) => [`x${d}`, { type: "integer" }])),
+});
+
 const WEATHER = {
   type: "function" as const,
   function: {
@@ -43,6 +48,9 @@ const kinds: [string, StructuredConstraint][] = [
   ["a regex", { kind: "regex", pattern: "[0-9]{3}-ok" }],
   ["a choice", { kind: "choice", choices: ["yes", "no"] }],
   ["a grammar", { kind: "grammar", grammar: 'root ::= "x" [0-9]+' }],
+  // An open object whose extra names leave out digits: XGrammar prints that class as "\x1f0123…",
+  // which its parser reads back as one hex escape (the spliced grammar must reach the tag as written).
+  ["an open object", { kind: "json_schema", schema: DIGIT_NAMES, anyWhitespace: false }],
   // A forced tool call keeps its tags: bare arguments are no call.
   ["a required tool call", toolCallConstraint("required", [WEATHER], true)!],
 ];
@@ -51,6 +59,7 @@ const valid: Record<string, string> = {
   "a regex": "123-ok",
   "a choice": "no",
   "a grammar": "x42",
+  "an open object": '{"x3":1,"xz":"free"}',
   "a required tool call": CALL,
 };
 const invalid: Record<string, string[]> = {
@@ -58,6 +67,7 @@ const invalid: Record<string, string[]> = {
   "a regex": ["12-ok", "1234-ok", " 123-ok"],
   "a choice": ["maybe", "yes!"],
   "a grammar": ["y42", "x"],
+  "an open object": ['{"x3":"1"}', '{"x6":true}', '{"x0":1'],
   "a required tool call": ['{"city": "Paris"}', CALL.replace("Paris", "Oslo"), `Sure. ${CALL}`],
 };
 // Reasoning that looks like an answer, with tags and JSON inside, must not end the block early.

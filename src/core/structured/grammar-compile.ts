@@ -112,6 +112,12 @@ function jsonArgs(anyWhitespace: boolean): [boolean, number, [string, string] | 
 
 /** The inner constraint's grammar as EBNF text (what XGrammar prints is what it parses). */
 async function constraintEbnf(xg: XGrammar, c: StructuredConstraint): Promise<string> {
+  // Spliced EBNF goes in as written: XGrammar prints a class of digits left out after a hex
+  // escape run together ("\x1f0123"), which its parser reads back as one longer escape.
+  if (c.kind === "json_schema") {
+    const g = await schemaGrammar(xg, c);
+    if ("ebnf" in g) return g.ebnf;
+  }
   const g = await parseWith(xg, c);
   try {
     return g.toString();
