@@ -5,6 +5,15 @@
 import type { GenerationDefaults } from "../model/model-config.ts";
 import type { Seed } from "./ops/rng.ts";
 
+/**
+ * logit_bias as two flat arrays (distinct token ids, each one's bias clamped to ±100): a map with a
+ * vocabulary's entries crosses the worker boundary and reaches the sampler without an object per entry.
+ */
+export interface LogitBias {
+  ids: number[];
+  biases: number[];
+}
+
 export interface SamplingParams {
   /** >= 0. 0 = greedy; values in (0, 0.01) are raised to 0.01 (vLLM), so only 0 is greedy. */
   temperature: number;
@@ -91,15 +100,6 @@ export function isGreedy(temperature: number): boolean {
  * sampler's own parameters less what the engine derives per sequence (EOS ids, the tokenized bad
  * words, the per-choice seed, the logprob count, which is a request field).
  */
-/**
- * logit_bias as two flat arrays (distinct token ids, each one's bias clamped to ±100): a map with a
- * vocabulary's entries crosses the worker boundary and reaches the sampler without an object per entry.
- */
-export interface LogitBias {
-  ids: number[];
-  biases: number[];
-}
-
 export type RequestSampling = Omit<
   SamplingParams,
   "logitBias" | "badWordsTokenIds" | "eosTokenIds" | "seed" | "logprobs"
