@@ -9,6 +9,7 @@ import { spliceExtraNames, withSharedRules } from "./extra-names.ts";
 import { spliceAnyOrder } from "./object-order.ts";
 import { forBackend } from "./regex-support.ts";
 import { backendJsonSchema, RANGE_SLOT, rangeRuleName, withBackendPatterns } from "./schema-support.ts";
+import { hasEscapedSlash, withBothSlashForms } from "./slash-forms.ts";
 import { spliceStrings } from "./string-length.ts";
 import type { GrammarVocabulary } from "./vocabulary.ts";
 import {
@@ -50,17 +51,15 @@ function regexTag(pattern: string): string {
 
 /**
  * A JSON Schema constraint as the backend's grammar: XGrammar's own, with each numeric range's
- * marker const replaced by its exact rule and each open object's extra key kept apart from its
- * declared names (schema-support.ts backendJsonSchema, extra-names.ts). Without either, the
- * schema's text to compile directly.
+ * marker const replaced by its exact rule, each open object's extra key kept apart from its
+ * declared names (schema-support.ts backendJsonSchema, extra-names.ts) and each fixed "/" taken in
+ * both spellings (slash-forms.ts). Without any of these, the schema's text to compile directly.
  */
 async function schemaGrammar(
   xg: XGrammar,
   c: { schema: string; anyWhitespace: boolean },
 ): Promise<{ ebnf: string } | { schemaText: string }> {
   const { schema, rangeRules, extraNames, objects, strings } = backendJsonSchema(JSON.parse(c.schema));
-  if (rangeRules.length === 0 && extraNames.length === 0 && objects.length === 0 && strings.length === 0)
-    return { schemaText: JSON.stringify(schema) };
   const grammar = await xg.Grammar.fromJSONSchema(JSON.stringify(schema), ...jsonArgs(c.anyWhitespace), true);
   let ebnf: string;
   try {
@@ -68,6 +67,8 @@ async function schemaGrammar(
   } finally {
     grammar.dispose();
   }
+  const spliced = rangeRules.length + extraNames.length + objects.length + strings.length > 0;
+  if (!spliced && !hasEscapedSlash(ebnf)) return { schemaText: JSON.stringify(schema) };
   rangeRules.forEach((rule, i) => {
     const literal = `"\\"${RANGE_SLOT}${i}\\""`;
     // A range in a definition nothing references is not in the grammar.
@@ -82,7 +83,7 @@ async function schemaGrammar(
     ebnf = spliceAnyOrder(ebnf, j, slot, c.anyWhitespace);
   });
   ebnf = withSharedRules(spliceStrings(ebnf, strings));
-  return { ebnf };
+  return { ebnf: withBothSlashForms(ebnf) };
 }
 
 /** The structural tag with its schemas and regexes in the backend's reading, as on their own. */

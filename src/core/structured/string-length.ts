@@ -12,14 +12,19 @@
  * so the schema's bounded strings cost at most 127 + 256 positions together, plus, per distinct
  * bound past 383, XGrammar's counted repetition `C{128,n}` (about 128 positions, whatever n).
  * Each rule ends with the string's closing quote, so no token's fate depends on what follows a
- * rule other than the string's own end. The language is exactly JSON_STRING_CHAR{min,max}
- * (escapes are not generated, as in the pattern form schema-support.ts lengthPattern).
+ * rule other than the string's own end. A character is one code point, as JSON Schema counts
+ * them. A string with only minLength takes escapes (`\n`, `\"`, `\u00e9`) as characters; a `\u`
+ * escape of half a surrogate pair is not generated (two escapes would count two characters where
+ * JSON Schema counts their pair as one, letting a string under minLength through).
+ *
+ * Debt: a string with maxLength takes no escapes (each escape-capable link of a chain costs the
+ * compile about four plain ones), so a valid text with a newline in it is masked out there.
  */
 
 /** Marks, as a const string, where a bounded string's rule goes (followed by its index). */
 export const STRING_SLOT = "ortserve-string-";
 
-/** A bounded string's length range and whether `null` is allowed beside it. */
+/** A bounded string's length range (max Infinity: none) and whether `null` is allowed beside it. */
 export interface StringSlot {
   min: number;
   max: number;
@@ -35,7 +40,20 @@ const CHAIN = 127;
 const EXACTLY = 256;
 /** A character a JSON string holds unescaped, as an EBNF class. */
 const CHAR = '[^\\0-\\x1f\\"\\\\]';
+const HEX = "[0-9a-fA-F]";
+/** What follows a backslash: an escape's code; a \u escape of a code unit outside D800-DFFF. */
+const ESCAPE = "ortserve_string_escape";
+const ESCAPE_RULE = `${ESCAPE} ::= [\\"\\\\/bfnrt] | "u" ([0-9a-cA-CefEF] ${HEX} ${HEX} ${HEX} | [dD] [0-7] ${HEX} ${HEX})`;
+/** One character, unescaped or escaped. */
+const ANY_CHAR = `(${CHAR} | "\\\\" ${ESCAPE})`;
+/**
+ * A string of at most this minLength spells its first characters one by one, escapes allowed;
+ * past it they are unescaped (an escape-capable link costs the compile about four plain ones).
+ */
+const ESCAPED_HEAD = 4;
 const QUOTE = '"\\""';
+/** Any number of characters, then the quote. */
+const ANY = "ortserve_string_any";
 /**
  * Keywords that say more about a string than its type and length, or hold subschemas a $ref may
  * point into: beside them the schema keeps its own form. Others assert nothing on a string
@@ -75,9 +93,12 @@ export function stringSlot(o: Record<string, unknown>): StringSlot | undefined {
   const types = Array.isArray(o.type) ? o.type : [o.type];
   if (!types.includes("string") || !types.every((t) => t === "string" || t === "null")) return undefined;
   if (Object.keys(o).some((k) => KEEP.has(k))) return undefined;
+  if (o.minLength === undefined && o.maxLength === undefined) return undefined;
   const min = o.minLength ?? 0;
-  const max = o.maxLength;
-  if (!Number.isInteger(min) || !Number.isInteger(max) || (min as number) > (max as number)) return undefined;
+  const max = o.maxLength ?? Number.POSITIVE_INFINITY;
+  if (!Number.isInteger(min) || !(Number.isInteger(max) || max === Number.POSITIVE_INFINITY))
+    return undefined;
+  if ((min as number) > (max as number)) return undefined;
   return { min: min as number, max: max as number, nullable: types.includes("null") };
 }
 
@@ -92,12 +113,17 @@ const exactly = (n: number) => (n === 0 ? atMost(CHAIN) : `ortserve_string_exact
 export function stringRules(slots: readonly (StringSlot | undefined)[]): string[] {
   let atMostTop = -1;
   let exactlyTop = 0;
+  let any = false;
   const rules = slots.flatMap((s, i) => {
     if (!s) return [];
-    const head = s.min > 0 ? `${CHAR}{${s.min}} ` : "";
+    let head = s.min > 0 ? `${CHAR}{${s.min}} ` : "";
     const range = s.max - s.min;
     let rest: string;
-    if (range <= CHAIN) {
+    if (range === Number.POSITIVE_INFINITY) {
+      if (s.min <= ESCAPED_HEAD) head = `${ANY_CHAR} `.repeat(s.min);
+      rest = ANY;
+      any = true;
+    } else if (range <= CHAIN) {
       rest = atMost(range);
       atMostTop = Math.max(atMostTop, range);
     } else if (range - CHAIN <= EXACTLY) {
@@ -119,6 +145,7 @@ export function stringRules(slots: readonly (StringSlot | undefined)[]): string[
   for (let j = 0; j <= atMostTop; j++)
     rules.push(`${atMost(j)} ::= ${QUOTE}${j > 0 ? ` | ${CHAR} ${atMost(j - 1)}` : ""}`);
   for (let n = 1; n <= exactlyTop; n++) rules.push(`${exactly(n)} ::= ${CHAR} ${exactly(n - 1)}`);
+  if (any) rules.push(`${ANY} ::= ${QUOTE} | ${CHAR} ${ANY} | "\\\\" ${ESCAPE} ${ANY}`, ESCAPE_RULE);
   return rules;
 }
 
