@@ -10,6 +10,11 @@ export interface KeywordCase {
   invalid: unknown[];
   /** Raw texts the grammar must refuse though no instance stands for them (not JSON at all). */
   invalidTexts?: string[];
+  /**
+   * Other JSON spellings of instances (escapes JSON.stringify does not write): accepted ones spell
+   * one of `valid`; refused ones are spellings the grammar does not generate, or violations.
+   */
+  spellings?: { text: string; accepted: boolean }[];
   /** The checker refuses this schema (and names `refuses`). */
   refuses?: string;
 }
@@ -33,6 +38,38 @@ export const KEYWORD_CASES: KeywordCase[] = [
     },
     valid: [{ a: 1 }, { a: 1, b: "x" }, { a: 1, c: 2 }],
     invalid: [{}, { a: "x" }, { b: "x" }, { a: 1, b: 2 }, []],
+  },
+  {
+    name: "const, enum and property names with a solidus, in either spelling",
+    schema: {
+      type: "object",
+      properties: {
+        method: { const: "notifications/cancelled" },
+        api: { enum: ["apps/v1", "rbac.authorization.k8s.io/v1"] },
+        "a/b": { type: "integer" },
+      },
+      required: ["method", "api"],
+      additionalProperties: false,
+    },
+    valid: [
+      { method: "notifications/cancelled", api: "apps/v1" },
+      { method: "notifications/cancelled", api: "rbac.authorization.k8s.io/v1", "a/b": 1 },
+      { method: "notifications/cancelled", api: "apps/v1", "a/b": 1 },
+    ],
+    invalid: [
+      { method: "notifications\\/cancelled", api: "apps/v1" },
+      { method: "notifications/", api: "apps/v1" },
+      { method: "notifications/cancelled", api: "apps/v2" },
+      { method: "notifications/cancelled", api: "apps/v1", "a/b": "x" },
+      { method: "notifications/cancelled", api: "apps/v1", "a\\/b": 1 },
+    ],
+    spellings: [
+      { text: '{"method":"notifications\\/cancelled","api":"apps\\/v1"}', accepted: true },
+      { text: '{"method":"notifications/cancelled","api":"apps\\/v1","a/b":1}', accepted: true },
+      // Names of an object taken in any order are spelled as JSON.stringify writes them.
+      { text: '{"method":"notifications/cancelled","api":"apps/v1","a\\/b":1}', accepted: false },
+      { text: '{"method":"notifications\\/cancelled","api":"apps/v1","a/b":"x"}', accepted: false },
+    ],
   },
   {
     name: "properties without type",
@@ -239,6 +276,20 @@ export const KEYWORD_CASES: KeywordCase[] = [
     valid: [{ s: "x".repeat(40) }, { s: "long enough, with spaces and punctuation." }],
     invalid: [{ s: "x".repeat(39) }, { s: "" }],
     invalidTexts: [`{"s":"${"x".repeat(38)}\t\u0001"}`],
+  },
+  {
+    name: "minLength alone, escapes as characters",
+    schema: { type: "string", minLength: 2 },
+    valid: ["a\nb", '"q"', "\\\\", "ab", "éé", "éx", "a/"],
+    invalid: ["a", "\n", "", "🐉"],
+    spellings: [
+      { text: '"\\u00e9x"', accepted: true },
+      { text: '"a\\/"', accepted: true },
+      // One code point written as two escapes (a surrogate pair): not generated, whatever its length.
+      { text: '"\\ud83d\\ude00"', accepted: false },
+      { text: '"\\u00e9"', accepted: false },
+    ],
+    invalidTexts: ['"a\\qb"', '"\\u12"'],
   },
   {
     name: "maxLength with a type list",

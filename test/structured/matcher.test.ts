@@ -46,6 +46,11 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
         expect(() => JSON.parse(t), t).toThrow();
         expect(await drive(c, t), t).not.toBe("accepted");
       }
+      for (const { text, accepted } of k.spellings ?? []) {
+        if (accepted) expect(k.valid, text).toContainEqual(JSON.parse(text));
+        if (accepted) expect(await drive(c, text), text).toBe("accepted");
+        else expect(await drive(c, text), text).not.toBe("accepted");
+      }
     });
   }
 

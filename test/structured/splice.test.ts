@@ -11,6 +11,7 @@ import {
   withSharedRules,
 } from "../../src/core/structured/extra-names.ts";
 import { spliceAnyOrder } from "../../src/core/structured/object-order.ts";
+import { withBothSlashForms } from "../../src/core/structured/slash-forms.ts";
 import { spliceStrings } from "../../src/core/structured/string-length.ts";
 
 const GRAMMAR = [
@@ -90,5 +91,20 @@ describe("splicing rules into XGrammar's grammar", () => {
     expect(text).toMatch(/^ortserve_key_leave_62 ::= /m);
     expect(rules.filter((l) => l.startsWith("ortserve_key_leave_ ::= "))).toHaveLength(3);
     expect(text.split("\n").filter((l) => l.startsWith("ortserve_key_leave_ ::= "))).toHaveLength(1);
+  });
+});
+
+describe("both spellings of a fixed solidus", () => {
+  it("widens only an escaped solidus in a literal, never an escaped backslash or a class", () => {
+    // JSON text "a\\\/b": an escaped backslash, then an escaped solidus; the class holds a quote.
+    const ebnf = 'root ::= (("\\"a\\\\\\\\\\\\/b\\"") | ([^\\"\\\\/] "\\\\/"))';
+    expect(withBothSlashForms(ebnf)).toBe(
+      'root ::= ((("\\"a\\\\\\\\" ("/" | "\\\\/") "b\\"")) | ([^\\"\\\\/] (("/" | "\\\\/"))))',
+    );
+  });
+
+  it("leaves a grammar with no escaped solidus as it is", () => {
+    const ebnf = 'root ::= (("\\"a/b\\"") | ("\\"a\\\\\\\\b\\""))';
+    expect(withBothSlashForms(ebnf)).toBe(ebnf);
   });
 });
