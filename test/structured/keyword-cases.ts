@@ -750,10 +750,35 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "patternProperties",
     schema: { type: "object", patternProperties: { "^a": { type: "integer" } } },
-    // Narrowed to no properties at all: none of a pattern's names is generated.
-    valid: [{}],
-    invalid: [{ a: "s" }, { b: 1 }],
+    // Narrowed: names spell the whole pattern ("a", not "ab"), none outside it.
+    valid: [{}, { a: 1 }, { a: -2 }],
+    invalid: [{ a: "s" }, { b: 1 }, { a: 1, b: 2 }, { a: 1.5 }],
   },
+  {
+    name: "patternProperties with additionalProperties false: names and values held",
+    schema: {
+      type: "object",
+      patternProperties: { "^[a-z][a-z0-9_-]*$": { type: "string", minLength: 1 } },
+      additionalProperties: false,
+    },
+    valid: [{}, { web: "nginx" }, { web: "x", db_2: "postgres", "cache-1": "redis" }],
+    invalid: [{ Web: "x" }, { web: "" }, { web: 1 }, { "": "x" }, { "2web": "x" }, []],
+    invalidTexts: ['{"we"b":"x"}'],
+  },
+  {
+    name: "patternProperties of any name",
+    schema: { type: "object", patternProperties: { ".*": { type: "array", items: { type: "string" } } } },
+    valid: [{}, { "x y": ["a"], "": [] }, { "Content-Type": ["text/plain"] }],
+    invalid: [{ x: [1] }, { x: "a" }, { x: ["a"], y: null }],
+  },
+  {
+    name: "patternProperties with two patterns",
+    schema: { type: "object", patternProperties: { "^a": { type: "integer" }, b$: { type: "string" } } },
+    // Narrowed to no properties at all (a name matching both would be held to one schema).
+    valid: [{}],
+    invalid: [{ ab: 1 }, { a: 1 }, { b: "x" }],
+  },
+
   {
     name: "patternProperties matching a declared name",
     schema: {

@@ -13,6 +13,7 @@
  */
 
 import { filterEnums } from "./enum-filter.ts";
+import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
 
 type Schema = Record<string, unknown>;
 type Resolve = (ref: unknown) => unknown;
@@ -336,6 +337,8 @@ function narrow(s: Schema): Schema {
  * that schema too, when none of the declared names matches one.
  */
 function closeObject(s: Schema): Schema {
+  const keyed = patternKeyed(s);
+  if (keyed) return keyed;
   const out: Schema = { ...s };
   // Objects closed to their declared properties; a required name not declared is declared with
   // the schema extra properties had.
@@ -376,6 +379,30 @@ function closeObject(s: Schema): Schema {
       out.additionalProperties = false;
     }
   }
+  return out;
+}
+
+/**
+ * An object whose names all match one pattern, each value held to that pattern's schema, in the
+ * one shape the backend enforces exactly: its keys spelled by the pattern, nothing declared beside
+ * (the backend would drop declared properties), one pattern (a name matching two would be held to
+ * one schema), no property counts (a repeated name counts twice). Names outside the pattern are
+ * not generated (a narrowing where additionalProperties allowed them).
+ */
+export function patternKeyed(s: Schema): Schema | undefined {
+  if (!isSchema(s.patternProperties)) return undefined;
+  const entries = Object.entries(s.patternProperties as Schema);
+  const type = Array.isArray(s.type) && s.type.length === 1 ? s.type[0] : s.type;
+  if (entries.length !== 1 || type !== "object") return undefined;
+  const declared = isSchema(s.properties) && Object.keys(s.properties as Schema).length > 0;
+  const required = Array.isArray(s.required) && s.required.length > 0;
+  if (declared || required || ["propertyNames", "minProperties", "maxProperties"].some((k) => k in s))
+    return undefined;
+  const pattern = entries[0]![0];
+  if (unsupportedRegexFeature(pattern) || "refused" in forJsonString(pattern)) return undefined;
+  const out: Schema = { ...s, additionalProperties: false };
+  delete out.properties;
+  delete out.required;
   return out;
 }
 

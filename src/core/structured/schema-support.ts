@@ -12,7 +12,7 @@ import { EXTRA_SLOT } from "./extra-names.ts";
 import { integerBounds, rangeRules } from "./numeric-range.ts";
 import { anyOrderSlot, extraMarker, OBJECT_SLOT, type ObjectSlot, propertyMarker } from "./object-order.ts";
 import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
-import { normalizeSchema } from "./schema-normalize.ts";
+import { normalizeSchema, patternKeyed } from "./schema-normalize.ts";
 import { STRING_SLOT, type StringSlot, stringSlot } from "./string-length.ts";
 
 const TYPES = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
@@ -115,7 +115,9 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
     const o = s as Record<string, unknown>;
     for (const key of Object.keys(o)) {
       const refused = REFUSED.get(key);
-      if (refused) throw new UnsupportedSchema(at, `keyword ${refused}`);
+      // patternProperties stays only in the shape the backend enforces exactly (patternKeyed).
+      if (refused && !(key === "patternProperties" && patternKeyed(o)))
+        throw new UnsupportedSchema(at, `keyword ${refused}`);
     }
     const types = typeList(o.type, at);
     const needType = (keywords: string[], allowed: string[]) => {
@@ -192,6 +194,9 @@ export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): vo
         throw new UnsupportedSchema(at, "properties that is not an object");
       for (const [name, sub] of Object.entries(props)) walk(sub, `${at}/properties/${escapePointer(name)}`);
     }
+    if ("patternProperties" in o)
+      for (const [name, sub] of Object.entries(o.patternProperties as Record<string, unknown>))
+        walk(sub, `${at}/patternProperties/${escapePointer(name)}`);
     if ("required" in o) {
       if (!Array.isArray(o.required) || o.required.some((r) => typeof r !== "string"))
         throw new UnsupportedSchema(at, "required that is not an array of strings");
@@ -424,6 +429,14 @@ function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
       out[k] = Object.fromEntries(
         Object.entries(out[k]).map(([name, v]) => [name, sub(v, `${k}/${escapePointer(name)}`)]),
       );
+  // A pattern-keyed object's names (schema-normalize.ts patternKeyed) in the JSON-safe form.
+  if (typeof out.patternProperties === "object" && out.patternProperties !== null)
+    out.patternProperties = Object.fromEntries(
+      Object.entries(out.patternProperties).map(([p, v]) => {
+        const json = forJsonString(p);
+        return ["pattern" in json ? json.pattern : p, sub(v, `patternProperties/${escapePointer(p)}`)];
+      }),
+    );
   for (const k of ["anyOf", "allOf", "prefixItems"])
     if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map((v, i) => sub(v, `${k}/${i}`));
   for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k], k);
