@@ -772,6 +772,16 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalid: [{ x: [1] }, { x: "a" }, { x: ["a"], y: null }],
   },
   {
+    name: "patternProperties whose values are not enforced: no names",
+    schema: {
+      type: "object",
+      patternProperties: { "^a": { type: "array", contains: { const: 1 } } },
+    },
+    // Narrowed to no properties at all, as before pattern keys were enforced.
+    valid: [{}],
+    invalid: [{ a: [1] }, { a: [2] }],
+  },
+  {
     name: "patternProperties with two patterns",
     schema: { type: "object", patternProperties: { "^a": { type: "integer" }, b$: { type: "string" } } },
     // Narrowed to no properties at all (a name matching both would be held to one schema).

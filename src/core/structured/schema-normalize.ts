@@ -49,6 +49,11 @@ export interface NormalizeOptions {
    * backendJsonSchema splices that rule); otherwise every object with declared properties is closed.
    */
   openObjects?: boolean;
+  /**
+   * Objects keyed by one pattern keep it (patternKeyed); false: closed to no names, as other
+   * patternProperties are (for a schema whose pattern values the backend cannot enforce).
+   */
+  patternKeys?: boolean;
 }
 
 /** The schema rewritten (a new tree; the input is not changed). */
@@ -94,7 +99,7 @@ export function normalizeSchema(schema: unknown, options: NormalizeOptions = {})
     return r;
   };
   const normalized: Resolve = (ref) => norm(resolveLocal(root, ref));
-  return close(norm(root), options.openObjects === true);
+  return close(norm(root), options.openObjects === true, options.patternKeys !== false);
 }
 
 /** Every local $ref of the schema points somewhere (else nothing is rewritten). */
@@ -108,10 +113,10 @@ function refsResolve(root: Schema): boolean {
 }
 
 /** The closing pass (openObject, else closeObject) over every subschema position. */
-function close(s: unknown, open: boolean): unknown {
+function close(s: unknown, open: boolean, keyed: boolean): unknown {
   if (!isSchema(s)) return s;
   const out: Schema = { ...s };
-  const sub = (x: unknown) => close(x, open);
+  const sub = (x: unknown) => close(x, open, keyed);
   for (const k of [...SCHEMA_MAPS, "patternProperties"])
     if (isSchema(out[k]))
       out[k] = Object.fromEntries(Object.entries(out[k] as Schema).map(([n, v]) => [n, sub(v)]));
@@ -119,7 +124,7 @@ function close(s: unknown, open: boolean): unknown {
     if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(sub);
   for (const k of ["items", "additionalProperties"]) if (k in out) out[k] = sub(out[k]);
   const flat = withoutDependencies(out);
-  return withoutNot((open && openObject(flat)) || closeObject(flat));
+  return withoutNot((open && openObject(flat)) || closeObject(flat, keyed));
 }
 
 /** Keywords beside which an open object's extra properties would not be enforced exactly. */
@@ -336,9 +341,9 @@ function narrow(s: Schema): Schema {
  * declared with the schema extra properties had; names a patternProperties regex matches keep
  * that schema too, when none of the declared names matches one.
  */
-function closeObject(s: Schema): Schema {
-  const keyed = patternKeyed(s);
-  if (keyed) return keyed;
+function closeObject(s: Schema, keyed: boolean): Schema {
+  const byPattern = keyed && patternKeyed(s);
+  if (byPattern) return byPattern;
   const out: Schema = { ...s };
   // Objects closed to their declared properties; a required name not declared is declared with
   // the schema extra properties had.

@@ -99,7 +99,25 @@ export interface CheckOptions {
  * as rewritten by schema-normalize.ts (the form the backend is given).
  */
 export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
-  const root = normalizeSchema(schema, { openObjects: options.splicedRules });
+  const patternKeys = patternKeysEnforced(schema, options);
+  checkNormalized(normalizeSchema(schema, { openObjects: options.splicedRules, patternKeys }), options);
+}
+
+/**
+ * Whether the backend is given the schema's pattern-keyed objects: only when the whole schema,
+ * their pattern values included, is enforced; else they are closed to no names (a narrowing).
+ */
+export function patternKeysEnforced(schema: unknown, options: CheckOptions = {}): boolean {
+  try {
+    checkNormalized(normalizeSchema(schema, { openObjects: options.splicedRules }), options);
+    return true;
+  } catch (err) {
+    if (err instanceof UnsupportedSchema) return false;
+    throw err;
+  }
+}
+
+function checkNormalized(root: unknown, options: CheckOptions): void {
   if (options.splicedRules)
     for (const slot of [RANGE_SLOT, EXTRA_SLOT, OBJECT_SLOT, STRING_SLOT])
       if (JSON.stringify(root).includes(slot))
@@ -315,7 +333,7 @@ function lengthPattern(min = 0, max?: number): string {
  * (schema-normalize.ts, objects closed), then rewritten by backendPatterns.
  */
 export function withBackendPatterns(schema: unknown): unknown {
-  return backendPatterns(normalizeSchema(schema));
+  return backendPatterns(normalizeSchema(schema, { patternKeys: patternKeysEnforced(schema) }));
 }
 
 /** Marks, as a const string, where a numeric range's grammar rule goes (followed by its index). */
@@ -365,7 +383,8 @@ function anyOrderObject(o: Record<string, unknown>, slot: ObjectSlot, splices: S
  * keeps apart from extraNames[i]. Call after checkJsonSchema with splicedRules.
  */
 export function backendJsonSchema(schema: unknown): { schema: unknown } & Splices {
-  const normalized = normalizeSchema(schema, { openObjects: true });
+  const patternKeys = patternKeysEnforced(schema, { splicedRules: true });
+  const normalized = normalizeSchema(schema, { openObjects: true, patternKeys });
   const refs: string[] = [];
   JSON.stringify(normalized, (k, v) => {
     if (k === "$ref" && typeof v === "string") refs.push(v);
