@@ -9,10 +9,12 @@
  * own budget (`thinking_token_budget` in its ortserve.json) holds Responses and Messages, which
  * have no such field here.
  *
- * Runs chat completions, Responses and Messages, streamed and not, each with a JSON schema where
- * the API has one, and prints each answer's reasoning and content. Exits 1 when an answer is
- * outside its schema (which the grammar must make impossible) or a stream disagrees with its
- * plain response.
+ * Runs chat completions, Responses and Messages, streamed and not, each with the same JSON schema
+ * (chat's structured_outputs, Responses' text.format, Messages' output_config.format), and prints
+ * each answer's reasoning and content. The stand-in's ortserve.json asks for compact JSON
+ * (`structured_outputs.disable_any_whitespace`): left free to write whitespace inside JSON, a
+ * model this small may write nothing else. Exits 1 when an answer is outside its schema (which the
+ * grammar must make impossible) or a stream disagrees with its plain response.
  *
  *   node bench/reasoning-demo.ts [--dir <work dir>] [--max-tokens 96]
  */
@@ -92,7 +94,13 @@ async function standIn(): Promise<void> {
   writeFileSync(
     join(dir, "ortserve.json"),
     JSON.stringify(
-      { id: MODEL, format: "q4", reasoning_parser: "deepseek_r1", thinking_token_budget: MODEL_BUDGET },
+      {
+        id: MODEL,
+        format: "q4",
+        reasoning_parser: "deepseek_r1",
+        thinking_token_budget: MODEL_BUDGET,
+        structured_outputs: { disable_any_whitespace: true },
+      },
       null,
       2,
     ),
@@ -117,7 +125,7 @@ function report(api: string, reasoning: string | null, content: string | null, f
     s === null ? "null" : JSON.stringify(s.length > 160 ? `${s.slice(0, 160)}…` : s);
   let verdict = "no answer (ended while thinking)";
   // A token limit inside the answer leaves a prefix of it: only a finished answer can be checked.
-  const cut = finish === "length" || finish === "incomplete";
+  const cut = finish === "length" || finish === "incomplete" || finish === "max_tokens";
   if (content !== null && content !== "" && cut) verdict = "answer cut by the token limit";
   else if (content !== null && content !== "") {
     let ok = false;
@@ -173,8 +181,8 @@ try {
     max_tokens: maxTokens,
     temperature: 0,
     thinking_token_budget: CHAT_BUDGET,
-    // Compact JSON: a small stand-in left free to write whitespace may write nothing else.
-    structured_outputs: { json: SCHEMA, disable_any_whitespace: true },
+    // Compact JSON by the model's default (its ortserve.json), as for Responses and Messages.
+    structured_outputs: { json: SCHEMA },
   };
   const chat = (await (await post("/v1/chat/completions", chatBody)).json()) as {
     choices: { message: { reasoning: string | null; content: string | null }; finish_reason: string }[];
@@ -211,16 +219,19 @@ try {
     [textOf("reasoning", resp.output), textOf("message", resp.output)],
   );
 
-  const msgBody = { max_tokens: maxTokens, temperature: 0, messages: [{ role: "user", content: QUESTION }] };
+  const msgBody = {
+    max_tokens: maxTokens,
+    temperature: 0,
+    messages: [{ role: "user", content: QUESTION }],
+    output_config: { format: { type: "json_schema", schema: SCHEMA } },
+  };
   const msg = (await (await post("/v1/messages", msgBody)).json()) as {
     stop_reason: string;
     content: { type: string; thinking?: string; text?: string }[];
   };
   const thinking = msg.content.find((b) => b.type === "thinking")?.thinking ?? null;
   const text = msg.content.find((b) => b.type === "text")?.text ?? null;
-  console.log(
-    `\n## Messages (${msg.stop_reason}), no schema in this API\n  thinking: ${JSON.stringify(thinking?.slice(0, 160))}\n  text:     ${JSON.stringify(text?.slice(0, 160))}`,
-  );
+  report("Messages", thinking, text, msg.stop_reason);
   const mEvents = sseData(await (await post("/v1/messages", { ...msgBody, stream: true })).text());
   const mJoin = (t: string, k: string) => {
     const ds = mEvents.filter(

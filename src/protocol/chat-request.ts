@@ -5,7 +5,7 @@
  * applied in to-engine.ts.
  */
 import type { LogitBias } from "../core/sample/params.ts";
-import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
+import type { RequestedConstraint } from "../core/structured/constraint-spec.ts";
 import { invalidRequest } from "../errors.ts";
 import { type EngineXargValue, engineXargsSchema } from "./engine-xargs.ts";
 import { requestObject } from "./json-body.ts";
@@ -314,7 +314,7 @@ export interface ChatCompletionRequest {
   engine_xargs?: Record<string, EngineXargValue>;
   repetition_detection?: RepetitionDetectionParams;
   /** From structured_outputs or response_format (named by constraint_field, for errors). */
-  constraint?: StructuredConstraint;
+  constraint?: RequestedConstraint;
   constraint_field?: "structured_outputs" | "response_format" | "tool_choice";
 }
 

@@ -112,7 +112,11 @@ export const structuredOutputsSchema = documented(
     grammar: optional(string(), nullable),
     json_object: optional(documented(boolean(), { const: true }), nullable),
     disable_fallback: withDefault(boolean(), false, nullable),
-    disable_any_whitespace: withDefault(boolean(), false, nullable),
+    disable_any_whitespace: optional(boolean(), {
+      ...nullable,
+      description:
+        "true: compact JSON (no whitespace outside strings); false: any. Absent: the model's default (structured_outputs in its ortserve.json), else any.",
+    }),
     disable_additional_properties: withDefault(boolean(), false, nullable),
     whitespace_pattern: optional(string(), nullable),
     structural_tag: optional(string(), nullable),

@@ -6,7 +6,7 @@
  * are a 400 naming them, never ignored. The constraint's own content (schema keywords, regex
  * features, grammar syntax) is checked by the engine's backend (src/core/structured/).
  */
-import type { StructuredConstraint } from "../core/structured/constraint-spec.ts";
+import type { RequestedConstraint } from "../core/structured/constraint-spec.ts";
 import { invalidRequest, unsupportedField } from "../errors.ts";
 import type { responseFormatSchema, structuredOutputsSchema } from "./request-fields.ts";
 import type { Infer } from "./schema.ts";
@@ -29,7 +29,7 @@ export const STRUCTURED_BACKENDS = ["xgrammar", "auto"] as const;
 export function structuredConstraint(
   so: StructuredOutputs | undefined,
   rf: ResponseFormat | undefined,
-): StructuredConstraint | undefined {
+): RequestedConstraint | undefined {
   const fromFormat = responseFormatConstraint(rf);
   if (so === undefined) return fromFormat;
   const set = STRUCTURED_CONSTRAINTS.filter((k) => so[k] !== undefined);
@@ -61,20 +61,22 @@ export function structuredConstraint(
         `${option} applies to a json constraint, not to ${kind}.`,
         `structured_outputs.${option}`,
       );
-  const anyWhitespace = !so.disable_any_whitespace;
+  // Unset: the model's default decides (jsonWhitespace, when the engine request is built).
+  const whitespace =
+    so.disable_any_whitespace === undefined ? {} : { anyWhitespace: !so.disable_any_whitespace };
   switch (kind) {
     case "json": {
       const schema = typeof so.json === "string" ? parseSchemaText(so.json) : so.json;
       return {
         kind: "json_schema",
         schema: JSON.stringify(so.disable_additional_properties ? closeObjects(schema) : schema),
-        anyWhitespace,
+        ...whitespace,
       };
     }
     case "json_object":
       if (so.json_object !== true)
         throw invalidRequest("json_object must be true when given.", "structured_outputs.json_object");
-      return { kind: "json_object", anyWhitespace };
+      return { kind: "json_object", ...whitespace };
     case "regex":
       return { kind: "regex", pattern: so.regex! };
     case "choice":
@@ -88,12 +90,13 @@ export function structuredConstraint(
   }
 }
 
-function responseFormatConstraint(rf: ResponseFormat | undefined): StructuredConstraint | undefined {
+/** response_format has no whitespace option: its JSON follows the model's default. */
+function responseFormatConstraint(rf: ResponseFormat | undefined): RequestedConstraint | undefined {
   if (rf === undefined) return undefined;
   if (rf.type !== "json_schema" && rf.json_schema !== undefined)
     throw invalidRequest("json_schema is only used with type 'json_schema'.", "response_format.json_schema");
   if (rf.type === "text") return undefined;
-  if (rf.type === "json_object") return { kind: "json_object", anyWhitespace: true };
+  if (rf.type === "json_object") return { kind: "json_object" };
   if (rf.json_schema === undefined)
     throw invalidRequest(
       "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
@@ -106,7 +109,6 @@ function responseFormatConstraint(rf: ResponseFormat | undefined): StructuredCon
   return {
     kind: "json_schema",
     schema: JSON.stringify(rf.json_schema.strict ? closeObjects(schema) : schema),
-    anyWhitespace: true,
   };
 }
 

@@ -8,6 +8,7 @@ import type { GenerationDefaults } from "../core/model/model-config.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
 import { RequestError } from "../core/request-error.ts";
 import { checkSupported } from "../core/structured/check-constraint.ts";
+import { jsonWhitespace } from "../core/structured/constraint-spec.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type { EngineRequest } from "../core/types.ts";
 import { asApiErrors, invalidRequest } from "../errors.ts";
@@ -27,6 +28,8 @@ export interface ToEngineOptions {
   generationDefaults?: GenerationDefaults;
   /** Most logprobs per token a request may ask for; -1: the whole vocabulary. Default 20. */
   maxLogprobs?: number;
+  /** The model's default for JSON a request leaves unsaid: compact (no whitespace outside strings). */
+  compactJson?: boolean;
 }
 
 /** The parsed fields every generation route shares (chat-request.ts's table minus the chat-only ones). */
@@ -70,19 +73,16 @@ export function routeEngineRequest(
     completeRequest(
       opts.requestId,
       opts.prompt,
-      toGenerateParams(req, output, opts.vocabSize, opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS),
+      toGenerateParams(req, output, opts),
       opts.generationDefaults,
     ),
   );
 }
 
 /** The request's fields under the engine's names; absent fields stay absent for the defaults. */
-function toGenerateParams(
-  req: SharedFields,
-  output: RouteOutput,
-  vocab: number,
-  logprobLimit: number,
-): GenerateParams {
+function toGenerateParams(req: SharedFields, output: RouteOutput, opts: ToEngineOptions): GenerateParams {
+  const vocab = opts.vocabSize;
+  const logprobLimit = opts.maxLogprobs ?? DEFAULT_MAX_LOGPROBS;
   checkTokenIds("logit_bias", req.logit_bias?.ids, vocab);
   checkTokenIds("allowed_token_ids", req.allowed_token_ids, vocab);
   checkTokenIds("stop_token_ids", req.stop_token_ids, vocab);
@@ -118,9 +118,10 @@ function toGenerateParams(
     cacheSalt: req.cache_salt,
   };
   if (req.constraint) {
+    const constraint = jsonWhitespace(req.constraint, opts.compactJson ?? false);
     // The constraint's content is checked here already, so a refusal is a 400 before any work.
     try {
-      checkSupported(req.constraint);
+      checkSupported(constraint);
     } catch (err) {
       if (err instanceof RequestError && req.constraint_field === "response_format")
         throw new RequestError(
@@ -130,7 +131,7 @@ function toGenerateParams(
         );
       throw err;
     }
-    params.constraint = req.constraint;
+    params.constraint = constraint;
   }
   if (output.maxTokens !== undefined) {
     params.maxTokens = output.maxTokens;

@@ -96,6 +96,7 @@ export async function chatEngineRequests(
     prompt,
     vocabSize: model.info.vocabSize,
     generationDefaults: model.info.generationDefaults,
+    compactJson: model.resolution.model.structuredOutputs?.disableAnyWhitespace,
   });
   // A reasoning model thinks first: structured outputs and required tool calls bind its answer.
   const reasoning = chatReasoning(model, request);

@@ -55,6 +55,7 @@ export class CompletionsService extends GenerationService<
         prompt: "text" in p ? { text: p.text, addSpecialTokens: req.add_special_tokens } : p,
         vocabSize: vocab,
         generationDefaults: model.info.generationDefaults,
+        compactJson: model.resolution.model.structuredOutputs?.disableAnyWhitespace,
       });
     });
   }

@@ -5,9 +5,11 @@
  */
 import type { EngineRequest } from "../core/types.ts";
 import type { EngineModel } from "../engine/engine.ts";
-import { unsupportedField } from "../errors.ts";
+import { ApiError, unsupportedField } from "../errors.ts";
 import {
+  inMessagesTerms,
   type MessagesRequest,
+  type PromptRequest,
   parseCountTokensRequest,
   parseMessagesRequest,
 } from "../protocol/anthropic/messages-request.ts";
@@ -18,7 +20,9 @@ import type { ResponseContext } from "../protocol/output-parts.ts";
 import { ChatCompletionAccumulator } from "../protocol/response.ts";
 import { ChatCompletionStreamer } from "../protocol/stream.ts";
 import { chatEngineRequests, chatPrompt, chatReasoning, checkStrictToolChoice } from "./chat-completions.ts";
+import type { GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type Streamer } from "./generation.ts";
+import { templateEffort } from "./template-effort.ts";
 
 /** Thinking enabled needs a think block to hold to its budget: a model with a reasoning parser. */
 function checkThinking(req: ChatCompletionRequest, model: EngineModel): void {
@@ -29,8 +33,28 @@ function checkThinking(req: ChatCompletionRequest, model: EngineModel): void {
   );
 }
 
+/** The model's checks of a Messages prompt, then output_config.effort set where the template reads it. */
+function forModel(req: PromptRequest, model: EngineModel): void {
+  checkThinking(req.chat, model);
+  if (req.effort !== undefined)
+    req.chat.reasoning_effort = templateEffort(req.effort, model, "output_config.effort");
+}
+
 export class MessagesService extends GenerationService<MessagesRequest, AnthropicMessage, MessagesEvent> {
   protected readonly label = "message";
+
+  /** Generation as every route has it; errors of the chat route's checks and of the engine name the Messages fields. */
+  override async create(
+    body: unknown,
+    raw: string,
+    ctx: ServingContext,
+  ): Promise<GenerationResult<AnthropicMessage, MessagesEvent>> {
+    try {
+      return await super.create(body, raw, ctx);
+    } catch (err) {
+      throw err instanceof ApiError ? inMessagesTerms(err) : err;
+    }
+  }
 
   protected parse(body: unknown): MessagesRequest {
     const req = parseMessagesRequest(body);
@@ -47,7 +71,7 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
     model: EngineModel,
     requestId: string,
   ): Promise<EngineRequest[]> {
-    checkThinking(req.chat, model);
+    forModel(req, model);
     return chatEngineRequests(this.deps, req.chat, model, requestId);
   }
 
@@ -66,10 +90,10 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
   /** count_tokens: the prompt the same request would run, rendered and counted, nothing generated. */
   async countTokens(body: unknown): Promise<{ input_tokens: number }> {
     const req = parseCountTokensRequest(body);
-    checkStrictToolChoice(this.deps, req);
-    const model = this.deps.engine.model(this.deps.engine.resolve(req.model));
-    checkThinking(req, model);
-    const prompt = await chatPrompt(this.deps, req, model);
+    checkStrictToolChoice(this.deps, req.chat);
+    const model = this.deps.engine.model(this.deps.engine.resolve(req.chat.model));
+    forModel(req, model);
+    const prompt = await chatPrompt(this.deps, req.chat, model);
     const ids = await this.deps.engine.tokenize(model, prompt);
     return { input_tokens: ids.length };
   }

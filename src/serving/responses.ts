@@ -43,10 +43,7 @@ import { chatEngineRequests, chatReasoning, checkStrictToolChoice } from "./chat
 import type { Caller, GenerationResult, ServingContext } from "./context.ts";
 import { type Accumulator, GenerationService, type ServingDeps, type Streamer } from "./generation.ts";
 import { truncatedMessages } from "./responses-truncation.ts";
-
-/** The efforts a chat template's reasoning_effort takes (the chat request's range). */
-const TEMPLATE_EFFORTS = ["low", "medium", "high"] as const;
-type TemplateEffort = (typeof TEMPLATE_EFFORTS)[number];
+import { templateEffort } from "./template-effort.ts";
 
 /** A parsed request and the key whose stored responses it may read and add to. */
 interface KeyedRequest extends ResponsesRequest {
@@ -168,7 +165,7 @@ export class ResponsesService extends GenerationService<KeyedRequest, ResponseOb
     requestId: string,
   ): Promise<EngineRequest[]> {
     const effort = req.wire.reasoning?.effort;
-    if (effort !== undefined) req.chat.reasoning_effort = templateEffort(effort, model);
+    if (effort !== undefined) req.chat.reasoning_effort = templateEffort(effort, model, "reasoning.effort");
     if (req.wire.truncation === "auto") {
       const kept = await truncatedMessages(
         this.deps,
@@ -253,20 +250,4 @@ function responseNotFound(id: string) {
 
 function meta(req: KeyedRequest, ctx: ResponseContext): ResponseMeta {
   return { id: req.id, model: ctx.model, createdAt: ctx.created ?? Math.floor(Date.now() / 1000) };
-}
-
-/**
- * reasoning.effort reaches the chat template as reasoning_effort when the model's template reads
- * it; otherwise (and for efforts a template does not take) it is a 400: an effort nothing reads
- * would be silently ignored (OpenAI's effort is no token budget; chat's thinking_token_budget is).
- */
-function templateEffort(effort: string, model: EngineModel): TemplateEffort {
-  const template = model.info.chatSource.chatTemplate;
-  const text = typeof template === "string" ? template : Object.values(template ?? {}).join("\n");
-  if (TEMPLATE_EFFORTS.includes(effort as TemplateEffort) && text.includes("reasoning_effort"))
-    return effort as TemplateEffort;
-  throw unsupportedField(
-    "reasoning.effort",
-    `${model.name}'s chat template does not take a reasoning effort of ${JSON.stringify(effort)}, so nothing would read it`,
-  );
 }

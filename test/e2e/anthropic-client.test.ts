@@ -1,11 +1,13 @@
 /**
  * The Anthropic Messages API end to end: a real server process on the default model, driven by the
  * official `@anthropic-ai/sdk` client, unmodified — plain and streamed messages, a tool_use round
- * trip with tool_result, count_tokens, and Anthropic's error shapes; plus vLLM's /tokenize and
- * /detokenize over plain HTTP.
+ * trip with tool_result, structured outputs (output_config.format, checked with Ajv, through create,
+ * stream and the SDK's parse), count_tokens, and Anthropic's error shapes; plus vLLM's /tokenize
+ * and /detokenize over plain HTTP.
  */
 import { DatabaseSync } from "node:sqlite";
 import Anthropic from "@anthropic-ai/sdk";
+import { jsonSchemaOutputFormat } from "@anthropic-ai/sdk/helpers/json-schema";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -173,6 +175,84 @@ describe.skipIf(!haveDefaultModel)("Anthropic client against a real ortserve pro
     const use = final.content.find((b) => b.type === "tool_use") as Anthropic.ToolUseBlock;
     expect(use.name).toBe("get_weather");
     expect(new Ajv2020({ strict: false }).compile(WEATHER)(use.input)).toBe(true);
+  });
+
+  it("answers output_config.format with JSON valid against its schema: create, stream and parse agree", async () => {
+    const PERSON = {
+      type: "object" as const,
+      properties: {
+        name: { type: "string" as const, maxLength: 20 },
+        age: { type: "integer" as const, minimum: 0, maximum: 120 },
+      },
+      required: ["name", "age"],
+      additionalProperties: false,
+    };
+    const validate = new Ajv2020({ strict: false }).compile(PERSON);
+    const params = {
+      model: DEFAULT_MODEL,
+      max_tokens: 64,
+      ...greedy,
+      messages: [{ role: "user" as const, content: "Describe a person as JSON." }],
+      output_config: { format: { type: "json_schema" as const, schema: PERSON } },
+    };
+    const msg = await client.messages.create(params);
+    expect(msg.stop_reason).toBe("end_turn");
+    expect(msg.content).toHaveLength(1);
+    const text = (msg.content[0] as Anthropic.TextBlock).text;
+    expect(validate(JSON.parse(text)), text).toBe(true);
+
+    const final = await client.messages.stream(params).finalMessage();
+    expect(final.content).toEqual(msg.content);
+
+    // The SDK's own structured-output call (its schema untransformed, so every keyword is enforced).
+    const parsed = await client.messages.parse({
+      ...params,
+      output_config: { format: jsonSchemaOutputFormat(PERSON, { transform: false }) },
+    });
+    expect(parsed.parsed_output).toEqual(JSON.parse(text));
+  });
+
+  it("refuses output_config it cannot honour, naming the field in Anthropic's error shape", async () => {
+    const refused = async (params: object, field: string) => {
+      const e = await client.messages
+        .create({ model: DEFAULT_MODEL, max_tokens: 8, messages: question, ...params })
+        .catch((err: unknown) => err);
+      expect(e).toBeInstanceOf(Anthropic.BadRequestError);
+      const body = (e as InstanceType<typeof Anthropic.BadRequestError>).error as {
+        type: string;
+        error: { type: string; message: string };
+      };
+      expect(body).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+      expect(body.error.message).toContain(field);
+      return body.error.message;
+    };
+    await refused({ output_config: { format: { type: "json_object" } } }, "output_config.format.type");
+    // An effort reaches the template as reasoning_effort: this model's template reads none.
+    expect(await refused({ output_config: { effort: "high" } }, "output_config.effort")).toContain(
+      "does not take a reasoning effort",
+    );
+    // xhigh and max mean nothing to any chat template.
+    for (const effort of ["xhigh", "max"])
+      expect(await refused({ output_config: { effort } }, "output_config.effort")).toContain("no meaning");
+    // A forced tool call and a format are two constraints on one output.
+    expect(
+      await refused(
+        {
+          tools,
+          tool_choice: { type: "any" },
+          output_config: { format: { type: "json_schema", schema: WEATHER } },
+        },
+        "output_config.format",
+      ),
+    ).toContain('tool_choice of type "any"');
+    // null is absent.
+    const plain = await client.messages.create({
+      model: DEFAULT_MODEL,
+      max_tokens: 4,
+      messages: question,
+      output_config: { format: null, effort: null },
+    });
+    expect(plain.stop_reason).toBe("max_tokens");
   });
 
   it("refuses bad requests in Anthropic's error shape", async () => {

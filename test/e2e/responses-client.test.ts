@@ -1,8 +1,9 @@
 /**
  * The OpenAI Responses API end to end: a real server process on the default model, driven by the
  * official `openai` client, unmodified — plain and streamed responses, a function tool round trip
- * with function_call_output, text.format json_schema checked with Ajv, stored responses (retrieve,
- * delete, previous_response_id, store: false, another key's), and OpenAI's error shapes.
+ * with function_call_output, text.format json_schema checked with Ajv (compact on a model whose
+ * ortserve.json asks for compact JSON), stored responses (retrieve, delete, previous_response_id,
+ * store: false, another key's), and OpenAI's error shapes.
  */
 import { DatabaseSync } from "node:sqlite";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -34,13 +35,34 @@ const tools: OpenAI.Responses.FunctionTool[] = [
   },
 ];
 const question = "What is the weather in Paris for 3 days?";
+/** The default model's weights under a model default of compact JSON (its ortserve.json). */
+const COMPACT_MODEL = `${DEFAULT_MODEL}-compact`;
+
+/** The JSON text's characters outside its strings (where whitespace may be). */
+function outsideStrings(json: string): string {
+  let out = "";
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const ch = json[i]!;
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else out += ch;
+  }
+  return out;
+}
 
 describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real ortserve process", () => {
   let s: DefaultModelServer;
   let client: OpenAI;
 
   beforeAll(async () => {
-    s = await startDefaultModelServer({ prefix: "ortserve-e2e-responses-", apiKey: KEY });
+    s = await startDefaultModelServer({
+      prefix: "ortserve-e2e-responses-",
+      apiKey: KEY,
+      variants: { [COMPACT_MODEL]: { structured_outputs: { disable_any_whitespace: true } } },
+    });
     client = new OpenAI({ baseURL: `${s.server.url}/v1`, apiKey: KEY, maxRetries: 0 });
   });
 
@@ -237,6 +259,55 @@ describe.skipIf(!haveDefaultModel)("OpenAI client's Responses API against a real
     expect(r.text?.format).toMatchObject({ type: "json_schema", name: "person" });
     const validate = new Ajv2020({ strict: false }).compile(schema);
     expect(validate(JSON.parse(r.output_text)), r.output_text).toBe(true);
+  });
+
+  it("writes compact JSON on a model whose ortserve.json asks for it; a chat request's own option wins", async () => {
+    const schema = {
+      type: "object",
+      properties: {
+        name: { type: "string", maxLength: 20 },
+        age: { type: "integer", minimum: 0, maximum: 120 },
+        pets: { type: "array", items: { type: "string", maxLength: 12 }, maxItems: 3 },
+      },
+      required: ["name", "age", "pets"],
+      additionalProperties: false,
+    };
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const respond = async (model: string) => {
+      const r = await client.responses.create({
+        model,
+        input: "Describe a person and their pets as JSON.",
+        text: { format: { type: "json_schema", name: "person", schema, strict: true } },
+        temperature: 0,
+        max_output_tokens: 96,
+        store: false,
+      });
+      expect(r.status, r.output_text).toBe("completed");
+      expect(validate(JSON.parse(r.output_text)), r.output_text).toBe(true);
+      return r.output_text;
+    };
+    const compact = await respond(COMPACT_MODEL);
+    expect(outsideStrings(compact), compact).not.toMatch(/\s/);
+    const free = await respond(DEFAULT_MODEL);
+
+    // The same weights, greedy: the chat route's explicit option picks either grammar on either model.
+    const chat = async (model: string, disable_any_whitespace?: boolean) => {
+      const c = await s.client.chat.completions.create({
+        model,
+        messages: [{ role: "user", content: "Describe a person and their pets as JSON." }],
+        temperature: 0,
+        max_tokens: 96,
+        ...({ structured_outputs: { json: schema, disable_any_whitespace } } as object),
+      });
+      return c.choices[0]!.message.content!;
+    };
+    const compactChat = await chat(COMPACT_MODEL);
+    expect(outsideStrings(compactChat), compactChat).not.toMatch(/\s/);
+    expect(await chat(DEFAULT_MODEL, true)).toBe(compactChat);
+    const freeChat = await chat(DEFAULT_MODEL);
+    expect(await chat(COMPACT_MODEL, false)).toBe(freeChat);
+    // Left free, this model writes whitespace between the tokens: the default is what removed it.
+    expect(outsideStrings(freeChat) + outsideStrings(free)).toMatch(/\s/);
   });
 
   it("stores responses: retrieve, previous_response_id, delete; store: false keeps nothing", async () => {

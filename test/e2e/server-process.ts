@@ -1,6 +1,15 @@
 /** Starts a real `ortserve serve` process on a free port for end-to-end tests (on the default model: startDefaultModelServer). */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -100,16 +109,35 @@ export interface DefaultModelServer {
   close(): Promise<void>;
 }
 
-/** A real `ortserve serve` on the default model alone, in a temporary folder of its own. */
+/**
+ * The default model's files under another id, with settings of its own in ortserve.json (the rest
+ * linked, not copied): the same weights served with other model defaults.
+ */
+function addDefaultModelVariant(models: string, id: string, settings: Record<string, unknown>): void {
+  const dir = join(models, id);
+  mkdirSync(dir);
+  for (const entry of readdirSync(defaultModelDir))
+    if (entry !== "ortserve.json") symlinkSync(join(defaultModelDir, entry), join(dir, entry));
+  const meta = JSON.parse(readFileSync(join(defaultModelDir, "ortserve.json"), "utf8")) as object;
+  writeFileSync(join(dir, "ortserve.json"), JSON.stringify({ ...meta, ...settings, id }));
+}
+
+/**
+ * A real `ortserve serve` on the default model (and any `variants` of it: id → ortserve.json
+ * settings), in a temporary folder of its own.
+ */
 export async function startDefaultModelServer(opts: {
   prefix: string;
   apiKey: string;
   extraArgs?: string[];
+  variants?: Record<string, Record<string, unknown>>;
 }): Promise<DefaultModelServer> {
   const root = mkdtempSync(join(tmpdir(), opts.prefix));
   const models = join(root, "models");
   mkdirSync(models);
   symlinkSync(defaultModelDir, join(models, DEFAULT_MODEL), "dir");
+  for (const [id, settings] of Object.entries(opts.variants ?? {}))
+    addDefaultModelVariant(models, id, settings);
   const dbPath = join(root, "ortserve.db");
   const server = await startServerProcess({
     modelsDir: models,

@@ -27,6 +27,7 @@ describe("ModelRegistry.load: models", () => {
         format: "fp32",
         scheduling_policy: "priority",
         tool_parser: "hermes",
+        structured_outputs: { disable_any_whitespace: true },
         max_model_len: 512,
         created: 1700000000.7,
       },
@@ -45,6 +46,10 @@ describe("ModelRegistry.load: models", () => {
     writeModel(root, "bad-parser", { meta: { tool_parser: "mistral" } });
     writeModel(root, "bad-budget", { meta: { thinking_token_budget: 64 } });
     writeModel(root, "bad-format", { meta: { format: "int3" } });
+    writeModel(root, "bad-so-shape", { meta: { structured_outputs: true } });
+    writeModel(root, "bad-so-value", { meta: { structured_outputs: { disable_any_whitespace: "yes" } } });
+    writeModel(root, "bad-so-key", { meta: { structured_outputs: { disable_any_whitespaces: true } } });
+    writeModel(root, "so-empty", { meta: { structured_outputs: {} } });
     writeModel(root, "bad-id", { meta: { id: "x:step3" } });
     writeModel(root, "dup-a", { meta: { id: "dup" } });
     writeModel(root, "dup-b", { meta: { id: "dup" } });
@@ -62,6 +67,7 @@ describe("ModelRegistry.load: models", () => {
       "fp32-only",
       "llama:8b",
       "plain",
+      "so-empty",
     ]);
     expect(reg.get("custom-id")).toEqual({
       id: "custom-id",
@@ -69,6 +75,7 @@ describe("ModelRegistry.load: models", () => {
       format: "fp32",
       schedulingPolicy: "priority",
       toolParser: "hermes",
+      structuredOutputs: { disableAnyWhitespace: true },
       maxModelLen: 512,
       created: 1700000000,
       checkpoints: [],
@@ -77,6 +84,9 @@ describe("ModelRegistry.load: models", () => {
     expect(plain).toMatchObject({ id: "plain", format: "q4", schedulingPolicy: "fcfs", created: 1600000000 });
     expect(plain).not.toHaveProperty("maxModelLen");
     expect(plain).not.toHaveProperty("toolParser");
+    expect(plain).not.toHaveProperty("structuredOutputs");
+    // An empty structured_outputs changes nothing: any whitespace, as without one.
+    expect(reg.get("so-empty")!.structuredOutputs).toEqual({ disableAnyWhitespace: false });
     expect(reg.get("fp32-only")!.format).toBe("fp32");
     expect(reg.get("with-meta")).toBeUndefined();
   });
@@ -98,6 +108,9 @@ describe("ModelRegistry.load: models", () => {
       "bad-len",
       "bad-parser",
       "bad-policy",
+      "bad-so-key",
+      "bad-so-shape",
+      "bad-so-value",
       "config-only",
       "dup-b",
       "unconverted",
@@ -113,6 +126,13 @@ describe("ModelRegistry.load: models", () => {
     expect(why["bad-format"]).toContain('"format"');
     expect(why["bad-budget"]).toContain('"thinking_token_budget" needs a "reasoning_parser"');
     expect(why["bad-id"]).toContain(":step<N>");
+    expect(why["bad-so-shape"]).toContain(
+      '"structured_outputs" must be an object such as {"disable_any_whitespace": true}',
+    );
+    expect(why["bad-so-value"]).toContain(
+      '"structured_outputs.disable_any_whitespace" must be true or false',
+    );
+    expect(why["bad-so-key"]).toContain('"structured_outputs" has unknown keys "disable_any_whitespaces"');
     expect(why["dup-b"]).toContain(`already served from ${join(root, "dup-a")}`);
     expect(reg.unavailable.find((u) => u.dir.endsWith("unconverted"))!.id).toBe("unconverted");
   });

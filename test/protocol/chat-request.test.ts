@@ -459,10 +459,12 @@ describe("features this server does not have are rejected, never ignored", () =>
       kind: "grammar",
       grammar: 'root ::= "x"',
     });
-    expect(parse({ structured_outputs: { json_object: true } }).constraint).toEqual({
-      kind: "json_object",
-      anyWhitespace: true,
-    });
+    // Whitespace left unsaid is the model's default (decided with the engine request); said, it wins.
+    expect(parse({ structured_outputs: { json_object: true } }).constraint).toEqual({ kind: "json_object" });
+    for (const disable of [true, false])
+      expect(
+        parse({ structured_outputs: { json_object: true, disable_any_whitespace: disable } }).constraint,
+      ).toEqual({ kind: "json_object", anyWhitespace: !disable });
     // json as an object or as JSON text: the same constraint.
     const schema = { type: "object", properties: { a: { type: "integer" } } };
     const asObject = parse({ structured_outputs: { json: schema, disable_any_whitespace: true } }).constraint;
@@ -525,17 +527,14 @@ describe("features this server does not have are rejected, never ignored", () =>
   });
 
   it("response_format json_object and json_schema", () => {
-    expect(parse({ response_format: { type: "json_object" } }).constraint).toEqual({
-      kind: "json_object",
-      anyWhitespace: true,
-    });
+    expect(parse({ response_format: { type: "json_object" } }).constraint).toEqual({ kind: "json_object" });
     const schema = { type: "object", properties: { a: { type: "string" } } };
     // Without strict the schema is as sent (its objects open where it leaves them open)...
     for (const strict of [false, null])
       expect(
         parse({ response_format: { type: "json_schema", json_schema: { name: "x", schema, strict } } })
           .constraint,
-      ).toEqual({ kind: "json_schema", schema: JSON.stringify(schema), anyWhitespace: true });
+      ).toEqual({ kind: "json_schema", schema: JSON.stringify(schema) });
     // ...strict closes every object that leaves additionalProperties unset, and only those.
     const nested = {
       ...schema,

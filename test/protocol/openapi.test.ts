@@ -83,6 +83,16 @@ describe("buildOpenApiDocument", () => {
     expect((properties.stream_options as Json).anyOf ?? properties.stream_options).toBeDefined();
   });
 
+  it("documents the Messages output_config: one format type, Anthropic's efforts", () => {
+    const messages = (schemas.MessagesRequest as Json).properties as Json;
+    const config = JSON.stringify(messages.output_config);
+    for (const part of ['"json_schema"', '"effort"', '"xhigh"', '"max"']) expect(config).toContain(part);
+    // count_tokens takes it too (the SDK sends it there).
+    expect(((schemas.CountTokensRequest as Json).properties as Json).output_config).toEqual(
+      messages.output_config,
+    );
+  });
+
   it("bounds what the server bounds: project headers, the after cursor, truncate_prompt_tokens, integers", () => {
     const chat = ((doc.paths as Json)["/v1/chat/completions"] as Json).post as Json;
     const header = (name: string) =>

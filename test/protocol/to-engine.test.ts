@@ -218,3 +218,41 @@ describe("response_format", () => {
     expect400(() => engine({ response_format: { type: "json_schema" } }), "response_format.json_schema");
   });
 });
+
+describe("whitespace inside JSON: the request's option, else the model's default", () => {
+  const schema = { type: "object", properties: { a: { type: "integer" } } };
+  const whitespace = (body: Record<string, unknown>, compactJson?: boolean) => {
+    const c = engine(body, { compactJson }).constraint;
+    return c && "anyWhitespace" in c ? c.anyWhitespace : undefined;
+  };
+
+  it("applies the model's default to every JSON constraint a request leaves unsaid", () => {
+    for (const body of [
+      { response_format: { type: "json_object" } },
+      { response_format: { type: "json_schema", json_schema: { name: "x", schema } } },
+      { structured_outputs: { json: schema } },
+      { structured_outputs: { json_object: true } },
+    ]) {
+      expect(whitespace(body), JSON.stringify(body)).toBe(true);
+      expect(whitespace(body, false), JSON.stringify(body)).toBe(true);
+      expect(whitespace(body, true), JSON.stringify(body)).toBe(false);
+    }
+  });
+
+  it("lets the request's own disable_any_whitespace win either way", () => {
+    for (const [disable, compactJson] of [
+      [false, true],
+      [true, false],
+    ] as const)
+      expect(
+        whitespace({ structured_outputs: { json: schema, disable_any_whitespace: disable } }, compactJson),
+      ).toBe(!disable);
+  });
+
+  it("leaves constraints that are not JSON as they are", () => {
+    expect(engine({ structured_outputs: { regex: "a+" } }, { compactJson: true }).constraint).toEqual({
+      kind: "regex",
+      pattern: "a+",
+    });
+  });
+});

@@ -7,7 +7,7 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkSupported } from "../../src/core/structured/check-constraint.ts";
-import type { StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
+import { jsonWhitespace, type StructuredConstraint } from "../../src/core/structured/constraint-spec.ts";
 import { GrammarBackend } from "../../src/core/structured/grammar-backend.ts";
 import { readGrammarVocabulary } from "../../src/core/structured/vocabulary.ts";
 import { structuredConstraint } from "../../src/protocol/structured-outputs.ts";
@@ -150,12 +150,15 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     // The request fields as the protocol layer reads them (absent fields undefined).
     type Outputs = Parameters<typeof structuredConstraint>[0];
     type Format = Parameters<typeof structuredConstraint>[1];
-    const outputs = (o: object) => structuredConstraint(o as Outputs, undefined)!;
+    const outputs = (o: object) => jsonWhitespace(structuredConstraint(o as Outputs, undefined)!, false);
     const format = (strict?: boolean) =>
-      structuredConstraint(undefined, {
-        type: "json_schema",
-        json_schema: { name: "x", description: undefined, schema, strict },
-      } as Format)!;
+      jsonWhitespace(
+        structuredConstraint(undefined, {
+          type: "json_schema",
+          json_schema: { name: "x", description: undefined, schema, strict },
+        } as Format)!,
+        false,
+      );
     const open = [outputs({ json: schema }), format(), format(false)];
     const closed = [outputs({ json: schema, disable_additional_properties: true }), format(true)];
     const declared = ['{"a": 1}', '{"in": {"b": true}, "a": 2}'];

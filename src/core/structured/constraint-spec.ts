@@ -26,6 +26,26 @@ type ConstraintKind =
   /** XGrammar's structural tag (JSON text). */
   | { kind: "structural_tag"; structuralTag: string };
 
+/**
+ * A constraint as a request states it: a JSON kind may leave `anyWhitespace` unset, and the served
+ * model's default decides (jsonWhitespace). Only the engine's StructuredConstraint crosses to a worker.
+ */
+export type RequestedConstraint = StructuredConstraint extends infer C
+  ? C extends { anyWhitespace: boolean }
+    ? Omit<C, "anyWhitespace"> & { anyWhitespace?: boolean }
+    : C
+  : never;
+
+/**
+ * The one rule for whitespace inside JSON: what the request says (chat's
+ * `structured_outputs.disable_any_whitespace`), else the model's default (`structured_outputs.
+ * disable_any_whitespace` in its ortserve.json), else any whitespace (XGrammar's default).
+ */
+export function jsonWhitespace(c: RequestedConstraint, modelCompact: boolean): StructuredConstraint {
+  if (c.kind !== "json_schema" && c.kind !== "json_object") return c;
+  return { ...c, anyWhitespace: c.anyWhitespace ?? !modelCompact };
+}
+
 /** The tags a reasoning model's think block is written between (the protocol layer reads them from here). */
 export const THINK_OPEN = "<think>";
 export const THINK_CLOSE = "</think>";

@@ -11,6 +11,7 @@ import {
   type ReasoningParserName,
   type SchedulingPolicy,
   type ServedModel,
+  type StructuredOutputDefaults,
   TOOL_PARSERS,
   type ToolParserName,
   type UnavailableModel,
@@ -30,8 +31,33 @@ interface ModelSettings {
   toolParser?: ToolParserName;
   reasoningParser?: ReasoningParserName;
   thinkingTokenBudget?: number;
+  structuredOutputs?: StructuredOutputDefaults;
   maxModelLen?: number;
   created?: number;
+}
+
+const STRUCTURED_OUTPUT_KEYS = ["disable_any_whitespace"];
+
+/** `"structured_outputs": {"disable_any_whitespace": true}`, or the problems with it. */
+function structuredOutputDefaults(raw: unknown, problems: string[]): StructuredOutputDefaults | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    problems.push('"structured_outputs" must be an object such as {"disable_any_whitespace": true}');
+    return undefined;
+  }
+  const fields = raw as Record<string, unknown>;
+  // A misspelt option would otherwise change nothing, silently.
+  const unknown = Object.keys(fields).filter((k) => !STRUCTURED_OUTPUT_KEYS.includes(k));
+  if (unknown.length > 0)
+    problems.push(
+      `"structured_outputs" has unknown keys ${unknown.map((k) => JSON.stringify(k)).join(", ")} (it takes ${STRUCTURED_OUTPUT_KEYS.map((k) => JSON.stringify(k)).join(", ")})`,
+    );
+  const compact = fields.disable_any_whitespace ?? false;
+  if (typeof compact !== "boolean") {
+    problems.push('"structured_outputs.disable_any_whitespace" must be true or false');
+    return undefined;
+  }
+  return { disableAnyWhitespace: compact };
 }
 
 const NOT_CONVERTED =
@@ -73,6 +99,7 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
     problems.push(
       '"thinking_token_budget" needs a "reasoning_parser" (a model without one has no think block)',
     );
+  const structuredOutputs = structuredOutputDefaults(raw.structured_outputs, problems);
   const maxLen = raw.max_model_len;
   if (maxLen !== undefined && (!Number.isSafeInteger(maxLen) || (maxLen as number) <= 0))
     problems.push('"max_model_len" must be a positive integer');
@@ -87,6 +114,7 @@ function parseSettings(json: unknown, dirName: string): ModelSettings {
     toolParser: toolParser as ToolParserName | undefined,
     reasoningParser: reasoningParser as ReasoningParserName | undefined,
     thinkingTokenBudget: budget as number | undefined,
+    structuredOutputs,
     maxModelLen: maxLen as number | undefined,
     created: created === undefined ? undefined : Math.floor(created as number),
   };
@@ -134,6 +162,7 @@ export function readModelDir(dir: string, dirName: string): ModelDirResult {
   if (settings.toolParser !== undefined) model.toolParser = settings.toolParser;
   if (settings.reasoningParser !== undefined) model.reasoningParser = settings.reasoningParser;
   if (settings.thinkingTokenBudget !== undefined) model.thinkingTokenBudget = settings.thinkingTokenBudget;
+  if (settings.structuredOutputs !== undefined) model.structuredOutputs = settings.structuredOutputs;
   if (settings.maxModelLen !== undefined) model.maxModelLen = settings.maxModelLen;
   return { ok: true, model, warnings };
 }

@@ -11,6 +11,15 @@ export type ToolParserName = (typeof TOOL_PARSERS)[number];
 export const REASONING_PARSERS = ["deepseek_r1", "qwen3"] as const;
 export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
 
+/**
+ * A model's structured-output defaults (vLLM's --structured-outputs-config, per model). A request's
+ * own option wins (chat's structured_outputs.disable_any_whitespace).
+ */
+export interface StructuredOutputDefaults {
+  /** true: JSON constraints allow no whitespace outside strings unless a request asks for it. */
+  disableAnyWhitespace: boolean;
+}
+
 /** A further converted variant of a model, under `<model>/checkpoints/<dir>/`. */
 export interface Checkpoint {
   /** UUID from checkpoint.json; stable across restarts. */
@@ -40,6 +49,8 @@ export interface ServedModel {
   reasoningParser?: ReasoningParserName;
   /** ortserve.json's thinking_token_budget: the budget of a request that names none (needs a reasoning parser). */
   thinkingTokenBudget?: number;
+  /** ortserve.json's structured_outputs: the model's defaults for the JSON constraints of every API. */
+  structuredOutputs?: StructuredOutputDefaults;
   maxModelLen?: number;
   /** Unix seconds. */
   created: number;

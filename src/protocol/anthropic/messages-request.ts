@@ -221,6 +221,37 @@ const thinkingSchema = tagged<Thinking>(
   },
 );
 
+/** Anthropic's efforts; a chat template's reasoning_effort takes low, medium and high (serving/template-effort.ts). */
+const EFFORTS = ["low", "medium", "high", "xhigh", "max"] as const;
+export type Effort = (typeof EFFORTS)[number];
+
+/** Anthropic's one output format: a JSON Schema the text block's JSON is held to. */
+const jsonOutputFormat = object({
+  type: required(literal(["json_schema"])),
+  schema: required(jsonObject(), { description: "A JSON Schema; enforced token by token as written." }),
+});
+const outputFormatSchema = tagged<Infer<typeof jsonOutputFormat>>(
+  "type",
+  { json_schema: jsonOutputFormat },
+  {
+    reject: (t, path) =>
+      valueError(path, `expected "json_schema" (the one output format), but got ${JSON.stringify(t)}.`),
+  },
+);
+
+const outputConfigSchema = object({
+  format: optional(outputFormatSchema, {
+    ...nullable,
+    description:
+      "json_schema: the text block is JSON valid against schema (chat's response_format json_schema, held token by token; compact when the model's ortserve.json says so). Not with a tool_choice of any or tool.",
+  }),
+  effort: optional(literal(EFFORTS), {
+    ...nullable,
+    description:
+      "low, medium or high reach the chat template as reasoning_effort where the model's template reads it; otherwise (and xhigh, max) a 400.",
+  }),
+});
+
 /** The fields both routes read: the conversation, its system prompt and its tools. */
 const promptShape = {
   model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
@@ -236,6 +267,10 @@ const promptShape = {
   thinking: optional(thinkingSchema, {
     description:
       "enabled: the template is asked to think and the model's think block is held to budget_tokens (a model with a reasoning parser only); disabled: the template is asked not to think. A reasoning model's think block is returned as thinking blocks.",
+  }),
+  output_config: optional(outputConfigSchema, {
+    ...nullable,
+    description: "The answer's format (a JSON Schema) and the reasoning effort.",
   }),
 };
 
@@ -281,11 +316,19 @@ export const countTokensRequestSchema = documented(
 export type MessagesWire = Infer<typeof messagesRequestSchema>;
 type PromptWire = Infer<typeof countTokensRequestSchema>;
 
+/**
+ * A parsed prompt: the chat request it translates to, and the effort asked for (set on the chat
+ * request once the model is known: only a template that reads it may take it).
+ */
+export interface PromptRequest {
+  chat: ChatCompletionRequest;
+  effort?: Effort;
+}
+
 /** A parsed Messages request: the chat request it translates to, plus what the response needs. */
-export interface MessagesRequest {
+export interface MessagesRequest extends PromptRequest {
   model: string;
   stream: boolean;
-  chat: ChatCompletionRequest;
 }
 
 /** Parses a Messages body; errors name the Anthropic field. */
@@ -308,17 +351,49 @@ export function parseMessagesRequest(body: unknown): MessagesRequest {
     // The Messages stream always ends with its usage (message_delta).
     stream_options: wire.stream ? { include_usage: true } : undefined,
   });
-  return { model: wire.model, stream: wire.stream, chat };
+  return { model: wire.model, stream: wire.stream, chat, ...effortOf(wire) };
 }
 
 /** Parses a count_tokens body into the chat request whose prompt is counted. */
-export function parseCountTokensRequest(body: unknown): ChatCompletionRequest {
-  return toChatRequest(countTokensRequestSchema.parse(body, ""), {});
+export function parseCountTokensRequest(body: unknown): PromptRequest {
+  const wire = countTokensRequestSchema.parse(body, "");
+  return { chat: toChatRequest(wire, {}), ...effortOf(wire) };
 }
 
-/** The one chat field path that can reach a client through the chat parser, by its Messages name. */
+const effortOf = (wire: PromptWire): { effort?: Effort } =>
+  wire.output_config?.effort ? { effort: wire.output_config.effort } : {};
+
+/** The chat field paths and values that can reach a client through the chat route's checks, by their Messages names. */
 const renamed = (text: string): string =>
-  text.replace(/tools\[(\d+)\]\.function\.parameters/g, "tools[$1].input_schema");
+  text
+    .replace(/tools\[(\d+)\]\.function\.parameters/g, "tools[$1].input_schema")
+    .replace(
+      /response_format\.json_schema\.schema|structured_outputs\.json\b/g,
+      "output_config.format.schema",
+    )
+    .replace(/response_format(\.json_schema)?/g, "output_config.format")
+    .replace(/tool_choice "required"/g, 'tool_choice of type "any"')
+    .replace(/tool_choice naming a function/g, 'tool_choice of type "tool"');
+
+/** A chat-route error (parsing, the engine's checks, an engine error event) naming the Messages fields. */
+export function inMessagesTerms(err: ApiError): ApiError {
+  const out = new ApiError(
+    err.status,
+    err.type,
+    renamed(err.message),
+    err.param && renamed(err.param),
+    err.code,
+  );
+  if (err.retryAfterSeconds !== undefined) out.retryAfterSeconds = err.retryAfterSeconds;
+  return out;
+}
+
+/** output_config.format as chat's response_format: the schema as written (objects open where it leaves them open). */
+function responseFormat(wire: PromptWire): Record<string, unknown> | undefined {
+  const format = wire.output_config?.format;
+  if (format === undefined) return undefined;
+  return { type: "json_schema", json_schema: { name: "output", schema: format.schema } };
+}
 
 function toChatRequest(wire: PromptWire, sampling: Record<string, unknown>): ChatCompletionRequest {
   const tools = wire.tools ?? [];
@@ -343,13 +418,13 @@ function toChatRequest(wire: PromptWire, sampling: Record<string, unknown>): Cha
     ...(wire.thinking && { chat_template_kwargs: { enable_thinking: wire.thinking.type === "enabled" } }),
     ...(wire.thinking?.type === "enabled" && { thinking_token_budget: wire.thinking.budget_tokens }),
     parallel_tool_calls: !("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use),
+    response_format: responseFormat(wire),
     ...sampling,
   };
   try {
     return parseChatCompletionRequest(compactJson(body));
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    throw new ApiError(err.status, err.type, renamed(err.message), err.param && renamed(err.param), err.code);
+    throw err instanceof ApiError ? inMessagesTerms(err) : err;
   }
 }
 

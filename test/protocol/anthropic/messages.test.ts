@@ -218,8 +218,87 @@ describe("Messages request → chat request", () => {
     expect(refused.message).not.toContain("function.parameters");
   });
 
+  it("output_config.format is chat's json_schema constraint; null is absent; other types are a 400", () => {
+    const schema = { type: "object", properties: { color: { type: "string" } }, required: ["color"] };
+    const req = parseMessagesRequest(body({ output_config: { format: { type: "json_schema", schema } } }));
+    // The schema as written, its whitespace left to the model's default.
+    expect(req.chat.constraint).toEqual({ kind: "json_schema", schema: JSON.stringify(schema) });
+    expect(req.chat.constraint_field).toBe("response_format");
+    for (const output_config of [null, {}, { format: null, effort: null }]) {
+      const plain = parseMessagesRequest(body({ output_config }));
+      expect(plain.chat.constraint).toBeUndefined();
+      expect(plain.effort).toBeUndefined();
+    }
+    expect400(
+      () => parseMessagesRequest(body({ output_config: { format: { type: "json_object" } } })),
+      "output_config.format.type",
+      "invalid_value",
+    );
+    expect400(
+      () => parseMessagesRequest(body({ output_config: { format: { type: "json_schema" } } })),
+      "output_config.format.schema",
+    );
+    expect400(
+      () => parseMessagesRequest(body({ output_config: { verbosity: "low" } })),
+      "output_config.verbosity",
+    );
+    // count_tokens takes it too (the SDK sends it there): the format binds no prompt token.
+    expect(
+      parseCountTokensRequest({
+        model: "m",
+        messages: [USER],
+        output_config: { format: { type: "json_schema", schema }, effort: "low" },
+      }).effort,
+    ).toBe("low");
+  });
+
+  it("output_config.format with a forced tool call is two constraints: a 400 in Messages terms", () => {
+    for (const [tool_choice, named] of [
+      [{ type: "any" }, 'tool_choice of type "any"'],
+      [{ type: "tool", name: "get_weather" }, 'tool_choice of type "tool"'],
+    ] as const) {
+      const e = expect400(
+        () =>
+          parseMessagesRequest(
+            body({
+              tools: [WEATHER],
+              tool_choice,
+              output_config: { format: { type: "json_schema", schema: { type: "object" } } },
+            }),
+          ),
+        "tool_choice",
+      );
+      expect(e.message).toContain(named);
+      expect(e.message).toContain("output_config.format");
+      expect(e.message).not.toMatch(/response_format|required/);
+    }
+    // auto leaves calls to the parser: the format binds the text.
+    const auto = parseMessagesRequest(
+      body({
+        tools: [WEATHER],
+        tool_choice: { type: "auto" },
+        output_config: { format: { type: "json_schema", schema: { type: "object" } } },
+      }),
+    );
+    expect(auto.chat.constraint?.kind).toBe("json_schema");
+  });
+
+  it("output_config.effort is kept for the model's template (set once the model is known)", () => {
+    for (const effort of ["low", "medium", "high", "xhigh", "max"] as const) {
+      const req = parseMessagesRequest(body({ output_config: { effort } }));
+      expect(req.effort).toBe(effort);
+      expect(req.chat.reasoning_effort).toBeUndefined();
+    }
+    expect400(
+      () => parseMessagesRequest(body({ output_config: { effort: "extreme" } })),
+      "output_config.effort",
+    );
+  });
+
   it("count_tokens takes the prompt fields only", () => {
-    expect(parseCountTokensRequest({ model: "m", messages: [USER], system: "s" }).messages).toHaveLength(2);
+    expect(parseCountTokensRequest({ model: "m", messages: [USER], system: "s" }).chat.messages).toHaveLength(
+      2,
+    );
     expect400(() => parseCountTokensRequest({ model: "m", messages: [USER], max_tokens: 5 }), "max_tokens");
   });
 
