@@ -12,7 +12,7 @@ import { expect } from "vitest";
 import type { Logger } from "../../src/observability/logger.ts";
 import { type RunningServer, SERVER_DEFAULTS, type ServerConfig, startServer } from "../../src/server.ts";
 import { repoRoot } from "../../src/util/paths.ts";
-import { buildSyntheticModel } from "../fixtures/synthetic-model.ts";
+import { buildSyntheticModel, SYNTHETIC_CHAT_TEMPLATE } from "../fixtures/synthetic-model.ts";
 
 /**
  * The chat request's fields, in the schema's order: the service spec's table, and vLLM's
@@ -170,6 +170,18 @@ export async function addSyntheticModel(
  * A model directory the registry lists but that holds no real weights (an empty ONNX file): enough
  * for listings, never loaded.
  */
+/** The synthetic template, with a line more when reasoning_effort is high. */
+export const EFFORT_TEMPLATE = `{% if reasoning_effort == "high" %}{{ '<|im_start|>system\\nThink hard, think long, think well.<|im_end|>\\n' }}{% endif %}${SYNTHETIC_CHAT_TEMPLATE}`;
+
+/** A harness serving "tiny" (a template that reads no reasoning_effort) and "thinker" (EFFORT_TEMPLATE). */
+export function startEffortHarness(): Promise<Harness> {
+  return startHarness(async (models) => {
+    await addSyntheticModel(models, "tiny");
+    const dir = await addSyntheticModel(models, "thinker");
+    writeFileSync(join(dir, "chat_template.jinja"), EFFORT_TEMPLATE);
+  });
+}
+
 export function addListingOnlyModel(modelsDir: string, id: string): string {
   const dir = join(modelsDir, id);
   mkdirSync(join(dir, "onnx"), { recursive: true });

@@ -3,23 +3,13 @@
  * template that reads reasoning_effort (in messages and in count_tokens), and is a 400 naming it
  * where no template reads it or no template takes it (xhigh, max).
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SYNTHETIC_CHAT_TEMPLATE } from "../fixtures/synthetic-model.ts";
-import { addSyntheticModel, type Harness, reply, startHarness } from "./harness.ts";
-
-/** The synthetic template, with a line more when reasoning_effort is high. */
-const EFFORT_TEMPLATE = `{% if reasoning_effort == "high" %}{{ '<|im_start|>system\\nThink hard, think long, think well.<|im_end|>\\n' }}{% endif %}${SYNTHETIC_CHAT_TEMPLATE}`;
+import { type Harness, reply, startEffortHarness } from "./harness.ts";
 
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness(async (models) => {
-    await addSyntheticModel(models, "tiny");
-    const dir = await addSyntheticModel(models, "thinker");
-    writeFileSync(join(dir, "chat_template.jinja"), EFFORT_TEMPLATE);
-  });
+  h = await startEffortHarness();
 });
 afterAll(() => h?.dispose());
 

@@ -5,25 +5,16 @@
  * a usage row per response; a response whose row cannot be written is a 500 (an error event in a
  * stream), never answered as stored.
  */
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeys } from "../../src/storage/api-keys.ts";
-import { SYNTHETIC_CHAT_TEMPLATE } from "../fixtures/synthetic-model.ts";
-import { addSyntheticModel, type Harness, reply, startHarness } from "./harness.ts";
-
-/** The synthetic template, with a line more when reasoning_effort is high. */
-const EFFORT_TEMPLATE = `{% if reasoning_effort == "high" %}{{ '<|im_start|>system\\nThink hard, think long, think well.<|im_end|>\\n' }}{% endif %}${SYNTHETIC_CHAT_TEMPLATE}`;
+import { type Harness, reply, startEffortHarness } from "./harness.ts";
 
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness(async (models) => {
-    await addSyntheticModel(models, "tiny");
-    const dir = await addSyntheticModel(models, "thinker");
-    writeFileSync(join(dir, "chat_template.jinja"), EFFORT_TEMPLATE);
-  });
+  h = await startEffortHarness();
 });
 afterAll(() => h?.dispose());
 
