@@ -72,6 +72,12 @@ export const KEYWORD_CASES: KeywordCase[] = [
     ],
   },
   {
+    name: "an object of any names and values",
+    schema: { type: "object", properties: { d: { type: ["object", "null"] } }, required: ["d"] },
+    valid: [{ d: {} }, { d: { raw: "x", n: [1, { a: null }], "a b": "\n" } }, { d: null }],
+    invalid: [{ d: [] }, { d: "x" }, { d: 1 }, {}],
+  },
+  {
     name: "properties without type",
     schema: { properties: { a: { type: "integer" } }, required: ["a"] },
     valid: [{ a: 1 }],

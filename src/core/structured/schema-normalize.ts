@@ -155,7 +155,11 @@ function openObject(s: Schema): Schema | undefined {
   if (extra === false || KEEP_CLOSED.some((k) => k in s)) return undefined;
   const props = isSchema(s.properties) ? (s.properties as Schema) : undefined;
   const required = Array.isArray(s.required) ? (s.required as unknown[]) : [];
-  if (!props && required.length === 0) return undefined;
+  if (!props && required.length === 0) {
+    // An object of any names: XGrammar's own extra key (any string) is exact with none declared.
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    return types.includes("object") && extra === undefined ? { ...s, additionalProperties: true } : undefined;
+  }
   const declared: Schema = { ...(props ?? {}) };
   for (const r of required)
     if (typeof r === "string" && !Object.hasOwn(declared, r))
