@@ -78,6 +78,12 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalid: [{ d: [] }, { d: "x" }, { d: 1 }, {}],
   },
   {
+    name: "additionalItems beside items that is a schema: nothing asserted",
+    schema: { type: "array", items: { type: "integer" }, additionalItems: false },
+    valid: [[], [1, 2, 3]],
+    invalid: [["x"], [1, "x"], {}],
+  },
+  {
     name: "properties without type",
     schema: { properties: { a: { type: "integer" } }, required: ["a"] },
     valid: [{ a: 1 }],

@@ -300,6 +300,8 @@ function distributeAnyOf(s: Schema, resolve: Resolve): Schema {
 /** Narrowings that are exact as subsets: each instance kept satisfies the original keyword. */
 function narrow(s: Schema): Schema {
   const out: Schema = { ...s };
+  // additionalItems applies only beside an items array (drafts 4 to 2019-09): else it asserts nothing.
+  if ("additionalItems" in out && !Array.isArray(out.items)) delete out.additionalItems;
   // A typed keyword without its type asserts nothing of other types: keep to that type.
   if (!("type" in out) && !("$ref" in out) && !("anyOf" in out) && !("enum" in out) && !("const" in out)) {
     const kinds = (
