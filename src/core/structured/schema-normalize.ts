@@ -69,7 +69,7 @@ export function normalizeSchema(schema: unknown, options: NormalizeOptions = {})
     if (cached !== undefined) return cached;
     const out: Schema = { ...s };
     done.set(s, out);
-    for (const k of SCHEMA_MAPS)
+    for (const k of [...SCHEMA_MAPS, "patternProperties"])
       if (isSchema(out[k]))
         out[k] = Object.fromEntries(Object.entries(out[k] as Schema).map(([n, v]) => [n, norm(v)]));
     for (const k of [...SCHEMA_LISTS, "allOf"])
