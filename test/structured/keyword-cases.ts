@@ -445,9 +445,39 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "minimum (number)",
     schema: { type: "number", minimum: 1.5 },
-    // Narrowed: a number below the next integer is masked out unless it is that integer.
-    valid: [2, 2.5, 1000.25],
-    invalid: [1.4, 1, 0.5, -2],
+    valid: [2, 2.5, 1000.25, 1.5, 1.75, 1.500001],
+    invalid: [1.4, 1, 0.5, -2, 1.49999],
+  },
+  {
+    name: "bounds inside integer parts (number)",
+    schema: { type: "number", minimum: 1e-6, maximum: 1 },
+    valid: [0.2, 0.000001, 1, 0.5, 0.0000010001],
+    invalid: [0, 0.0000009, 1.5, -0.2, 1.0000001],
+    spellings: [{ text: "0.0000010", accepted: true }],
+  },
+  {
+    name: "negative bounds inside integer parts (number)",
+    schema: { type: "number", minimum: -2.25, maximum: -0.5 },
+    valid: [-2.25, -1, -0.5, -0.75, -2.2, -2],
+    invalid: [-2.26, -0.49, 0, -3, 1],
+  },
+  {
+    name: "exclusiveMinimum 0 (number)",
+    schema: { type: "number", exclusiveMinimum: 0 },
+    valid: [0.2, 1, 2.5, 0.000001],
+    invalid: [0, -0.5, -1],
+    spellings: [
+      { text: "0.0", accepted: false },
+      { text: "-0.0", accepted: false },
+    ],
+  },
+  {
+    name: "exclusiveMaximum 1 (number): no decimal that rounds onto the bound",
+    schema: { type: "number", minimum: 0, exclusiveMaximum: 1 },
+    valid: [0, 0.5, 0.9999999999999999],
+    invalid: [1, 1.5, -0.1],
+    // 0.99999999999999999 parses to 1.
+    spellings: [{ text: "0.99999999999999999", accepted: false }],
   },
   {
     name: "minimum, maximum (number)",

@@ -2,17 +2,25 @@
  * Numeric bounds as exact grammars over JSON's number syntax (XGrammar's own range rules let
  * values just outside through: minimum 2 admits 1, maximum 120 admits 129). An integer range is
  * its integers written digit class by digit class; a number range is narrowed to the numbers
- * without exponent whose integer part keeps every fraction inside the bounds.
+ * without exponent: its integers, I.fraction wherever every fraction after I is inside, and at an
+ * edge that falls inside an integer part, the fractions on the inner side (fraction-edges.ts).
  */
+import {
+  fractionDigits,
+  fractionRules,
+  inclusive,
+  nonzeroFractionRules,
+  type RealBound,
+} from "./fraction-edges.ts";
 
 export interface Bounds {
   /** Smallest integer allowed (undefined: unbounded). */
   lo?: bigint;
   /** Largest integer allowed (undefined: unbounded). */
   hi?: bigint;
-  /** ceil of the lower bound and floor of the upper one, exclusive or not (for fractions). */
-  ceilLo?: bigint;
-  floorHi?: bigint;
+  /** The tightest lower and upper bounds as numbers, exclusive or not (for fractions). */
+  low?: RealBound;
+  high?: RealBound;
 }
 
 /**
@@ -41,14 +49,30 @@ export function integerBounds(s: Record<string, unknown>): Bounds | { refused: s
   if (exMax !== undefined) highs.push(BigInt(Math.ceil(exMax)) - 1n);
   const lo = lows.length > 0 ? lows.reduce(larger) : undefined;
   const hi = highs.length > 0 ? highs.reduce(smaller) : undefined;
-  const reals = (ks: string[]) => ks.map(num).filter((v): v is number => v !== undefined);
-  const realLo = reals(["minimum", "exclusiveMinimum"]);
-  const realHi = reals(["maximum", "exclusiveMaximum"]);
-  const ceilLo = realLo.length > 0 ? BigInt(Math.ceil(Math.max(...realLo))) : undefined;
-  const floorHi = realHi.length > 0 ? BigInt(Math.floor(Math.min(...realHi))) : undefined;
+  // The tightest real bound of each side; at equal values the exclusive one.
+  const tightest = (bounds: RealBound[], lower: boolean): RealBound | undefined =>
+    bounds.reduce<RealBound | undefined>((t, b) => {
+      if (!t) return b;
+      if (b.value === t.value) return b.exclusive ? b : t;
+      return (lower ? b.value > t.value : b.value < t.value) ? b : t;
+    }, undefined);
+  const low = tightest(
+    [
+      ...(min !== undefined ? [{ value: min, exclusive: s.exclusiveMinimum === true }] : []),
+      ...(exMin !== undefined ? [{ value: exMin, exclusive: true }] : []),
+    ],
+    true,
+  );
+  const high = tightest(
+    [
+      ...(max !== undefined ? [{ value: max, exclusive: s.exclusiveMaximum === true }] : []),
+      ...(exMax !== undefined ? [{ value: exMax, exclusive: true }] : []),
+    ],
+    false,
+  );
   if (lo !== undefined && hi !== undefined && lo > hi)
     return { refused: "a numeric range with no integer in it" };
-  return { lo, hi, ceilLo, floorHi };
+  return { lo, hi, low, high };
 }
 
 // Math.max and Math.min do not take bigints.
@@ -61,18 +85,18 @@ function smaller(a: bigint, b: bigint): bigint {
 
 /**
  * A set of digit strings being read: those from `a` to `b` (equal lengths, what is left of them),
- * then any further digits when `more`; `frac` marks the integer parts that take a fraction
- * rather than end the number.
+ * then any further digits when `more`; `frac`, for integer parts that take a fraction rather than
+ * end the number, is what follows the point (EBNF).
  */
 interface Item {
   a: string;
   b: string;
   more: boolean;
-  frac: boolean;
+  frac?: string;
 }
 
 /** Items for the non-negative integers in [from, to] (to undefined: unbounded), no leading zeros. */
-function items(from: bigint, to: bigint | undefined, frac: boolean): Item[] {
+function items(from: bigint, to: bigint | undefined, frac?: string): Item[] {
   if (to !== undefined && from > to) return [];
   const out: Item[] = [];
   const len = (n: bigint) => n.toString().length;
@@ -104,7 +128,7 @@ function step(it: Item, d: number): Item | undefined {
 }
 
 const keyOf = (state: Item[]) =>
-  [...new Set(state.map((i) => `${i.a}/${i.b}/${i.more ? 1 : 0}/${i.frac ? 1 : 0}`))].sort().join(",");
+  [...new Set(state.map((i) => `${i.a}/${i.b}/${i.more ? 1 : 0}/${i.frac ?? ""}`))].sort().join(",");
 
 /**
  * Rules for a deterministic grammar of the digit strings (and fractions) the items describe,
@@ -121,8 +145,11 @@ function digitRules(name: string, start: Item[], extra: string[] = []): string[]
     if (known) return known;
     names.set(key, rule);
     const alts: string[] = [];
-    if (state.some((i) => i.a.length === 0 && !i.frac)) alts.push('""');
-    if (state.some((i) => i.a.length === 0 && i.frac)) alts.push(`"." [0-9]+`);
+    if (state.some((i) => i.a.length === 0 && i.frac === undefined)) alts.push('""');
+    // The integer parts' ranges are disjoint, so one fraction at most follows the digits read.
+    const fracs = new Set(state.flatMap((i) => (i.a.length === 0 && i.frac !== undefined ? [i.frac] : [])));
+    if (fracs.size > 1) throw new Error("two fractions after the same integer part");
+    for (const f of fracs) alts.push(`"." ${f}`);
     const next = Array.from({ length: 10 }, (_, d) =>
       state.map((i) => step(i, d)).filter((i): i is Item => i !== undefined),
     );
@@ -143,37 +170,87 @@ function digitRules(name: string, start: Item[], extra: string[] = []): string[]
   return rules;
 }
 
+/** Any fraction: every one is inside. */
+const ANY_FRACTION = "[0-9]+";
+
+/**
+ * The integer parts that take a fraction, for magnitudes M (digits without sign) with
+ * lower <= M <= upper (each bound exclusive or not): every I whose [I, I + 1) lies inside, and
+ * the integer part each bound falls inside with the fractions on its inner side.
+ */
+function fractionItems(name: string, lower: RealBound | undefined, upper: RealBound | undefined) {
+  const rules: string[] = [];
+  const out: Item[] = [];
+  if (upper && upper.value === 0 && upper.exclusive) return { items: out, rules };
+  const lo = lower ? inclusive(lower, true) : 0;
+  const up = upper ? inclusive(upper, false) : undefined;
+  if (up !== undefined && up < lo) return { items: out, rules };
+  const first = BigInt(Math.ceil(lo));
+  const last = up === undefined ? undefined : BigInt(Math.floor(up)) - 1n;
+  out.push(...items(first, last, ANY_FRACTION));
+  // A bound inside an integer part I: I's fractions on the inner side, unless the other bound
+  // falls inside I too (that part is left out: a narrowing).
+  const edge = (i: bigint, rule: string, ruleText: string[] | undefined) => {
+    if (!ruleText) return;
+    rules.push(...ruleText);
+    out.push(...items(i, i, rule));
+  };
+  if (lower?.value === 0 && lower.exclusive) {
+    // Above 0: a nonzero digit soon enough that the double is not 0.
+    if (up === undefined || up >= 1) edge(0n, `${name}_above`, nonzeroFractionRules(`${name}_above`));
+  } else if (!Number.isInteger(lo) && (up === undefined || Math.floor(lo) + 1 <= up))
+    edge(
+      BigInt(Math.floor(lo)),
+      `${name}_above`,
+      fractionRules(`${name}_above`, fractionDigits(lo), "atLeast"),
+    );
+  if (up !== undefined && !Number.isInteger(up) && Math.floor(up) >= Math.ceil(lo))
+    edge(
+      BigInt(Math.floor(up)),
+      `${name}_below`,
+      fractionRules(`${name}_below`, fractionDigits(up), "atMost"),
+    );
+  return { items: out, rules };
+}
+
 /**
  * EBNF rules, entered by `name`, for exactly the JSON integers in the bounds ("-0" is not
- * generated), or with `number`, for the numbers without exponent: the integers in range and I.fraction (or -I.fraction)
- * wherever every fraction after I is inside.
+ * generated), or with `number`, for the numbers without exponent: the integers in range and
+ * I.fraction (or -I.fraction) where the fraction keeps it inside (fractionItems).
  */
 export function rangeRules(name: string, b: Bounds, number: boolean, orNull = false): string[] {
-  const { lo, hi } = b;
+  const { lo, hi, low, high } = b;
   const positive: Item[] = [];
   const negative: Item[] = [];
   // Integers: non-negative ones, then magnitudes [max(1, -hi), -lo] after "-".
-  if (hi === undefined || hi >= 0n) positive.push(...items(lo !== undefined && lo > 0n ? lo : 0n, hi, false));
+  if (hi === undefined || hi >= 0n) positive.push(...items(lo !== undefined && lo > 0n ? lo : 0n, hi));
   if (lo === undefined || lo < 0n)
-    negative.push(
-      ...items(hi !== undefined && hi < 0n ? -hi : 1n, lo === undefined ? undefined : -lo, false),
-    );
+    negative.push(...items(hi !== undefined && hi < 0n ? -hi : 1n, lo === undefined ? undefined : -lo));
+  const fractionRulesOf: string[] = [];
   if (number) {
-    // I.F lies in [I, I + 1): inside when I >= lo (an integer value) and I + 1 <= hi.
-    const floorHi = b.floorHi ?? hi;
-    positive.push(
-      ...items(lo !== undefined && lo > 0n ? lo : 0n, floorHi === undefined ? undefined : floorHi - 1n, true),
-    );
-    // -I.F lies in (-(I + 1), -I]: inside when -I <= hi (an integer value) and -(I + 1) >= lo.
-    const ceilLo = b.ceilLo ?? lo;
-    negative.push(
-      ...items(hi !== undefined && hi < 0n ? -hi : 0n, ceilLo === undefined ? undefined : -ceilLo - 1n, true),
-    );
+    // Non-negative I.F: magnitudes from the lower bound where it is above 0, up to the upper one.
+    if (!high || high.value > 0 || (high.value === 0 && !high.exclusive)) {
+      const lower = low && (low.value > 0 || (low.value === 0 && low.exclusive)) ? low : undefined;
+      const p = fractionItems(`${name}_frac`, lower, high);
+      positive.push(...p.items);
+      fractionRulesOf.push(...p.rules);
+    }
+    // -I.F: its magnitude at least -high (where high is below 0) and at most -low.
+    if (!low || low.value <= 0) {
+      const lower =
+        high && (high.value < 0 || (high.value === 0 && high.exclusive))
+          ? { value: -high.value || 0, exclusive: high.exclusive }
+          : undefined;
+      const upper = low && { value: -low.value || 0, exclusive: low.exclusive };
+      const n = fractionItems(`${name}_neg_frac`, lower, upper);
+      negative.push(...n.items);
+      fractionRulesOf.push(...n.rules);
+    }
   }
   const neg = negative.length > 0 ? digitRules(`${name}_neg`, negative) : [];
   const pos = digitRules(name, positive, [
     ...(neg.length > 0 ? [`"-" ${name}_neg`] : []),
     ...(orNull ? ['"null"'] : []),
   ]);
-  return [...pos, ...neg];
+  return [...pos, ...neg, ...fractionRulesOf];
 }
