@@ -8,6 +8,7 @@
 import type { EngineEvent } from "../../core/types.ts";
 import type { ApiError, ApiErrorBody } from "../../errors.ts";
 import type { ChatCompletionChunk, ChatCompletionStreamer } from "../stream.ts";
+import { inMessagesTerms } from "./messages-request.ts";
 import {
   type AnthropicMessage,
   type ContentBlock,
@@ -41,6 +42,12 @@ export type MessagesEvent =
 
 type Frame = { type: "chunk"; data: MessagesEvent } | { type: "error"; error: ApiError; data: ApiErrorBody };
 
+/** An error once the stream began, naming the Messages fields as a refusal before it would. */
+function errorFrame(error: ApiError): Frame {
+  const named = inMessagesTerms(error);
+  return { type: "error", error: named, data: named.toBody() };
+}
+
 export class MessagesStreamer {
   private readonly chat: ChatCompletionStreamer;
   private readonly id: string;
@@ -65,7 +72,7 @@ export class MessagesStreamer {
     const promptTokens = event.type === "prompt" ? event.promptTokenIds.length : undefined;
     const cached = event.type === "prompt" ? event.cachedTokens : undefined;
     for (const frame of this.chat.push(event)) {
-      if (frame.type === "error") out.push(frame);
+      if (frame.type === "error") out.push(errorFrame(frame.error));
       else this.translate(frame.data, out, promptTokens ?? 0, cached ?? 0);
     }
     return out;
@@ -73,7 +80,7 @@ export class MessagesStreamer {
 
   fail(error: ApiError): Frame {
     this.chat.fail(error);
-    return { type: "error", error, data: error.toBody() };
+    return errorFrame(error);
   }
 
   private translate(chunk: ChatCompletionChunk, out: Frame[], promptTokens: number, cached: number): void {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EngineEvent } from "../../../src/core/types.ts";
+import { ApiError } from "../../../src/errors.ts";
 import { anthropicErrorBody } from "../../../src/protocol/anthropic/errors.ts";
 import {
   parseCountTokensRequest,
@@ -397,6 +398,33 @@ describe("engine events → Messages response", () => {
 });
 
 describe("engine events → Messages stream", () => {
+  it("an error once the stream began names the Messages field", () => {
+    const req = parseMessagesRequest(
+      body({ stream: true, output_config: { format: { type: "json_schema", schema: { type: "object" } } } }),
+    );
+    const s = new MessagesStreamer(new ChatCompletionStreamer(req.chat, ctx), ctx);
+    const frames = s.push(
+      {
+        type: "error",
+        code: "invalid_request",
+        message: "response_format: the grammar failed to compile",
+        param: "response_format",
+      },
+      0,
+    );
+    const error = frames.find((f) => f.data && "error" in (f.data as object));
+    expect(error?.data).toMatchObject({
+      error: {
+        message: "output_config.format: the grammar failed to compile",
+        param: "output_config.format",
+      },
+    });
+    const failed = s.fail(
+      new ApiError(400, "invalid_request_error", "response_format is wrong", "response_format"),
+    );
+    expect(failed.data).toMatchObject({ error: { param: "output_config.format" } });
+  });
+
   it("text: message_start, ping, one block of text deltas, message_delta, message_stop", () => {
     const events = streamed({}, [
       promptEvent([1, 2, 3]),
