@@ -191,18 +191,44 @@ export const KEYWORD_CASES: KeywordCase[] = [
         c: { type: "integer" },
         d: { type: "integer" },
         e: { type: "integer" },
+        g: { type: "integer" },
       },
-      required: ["a", "b", "c", "d", "e"],
+      required: ["a", "b", "c", "d", "e", "g"],
     },
     valid: [
-      { a: 1, b: 2, c: 3, d: 4, e: 5 },
-      { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 },
+      { a: 1, b: 2, c: 3, d: 4, e: 5, g: 7 },
+      { a: 1, b: 2, c: 3, d: 4, e: 5, g: 7, f: 6 },
     ],
-    // Narrowed: five required names keep the declared order.
+    // Narrowed: six required names keep the declared order.
     invalid: [
-      { a: 1, b: 2, c: 3, d: 4 },
-      { a: 1, b: "2", c: 3, d: 4, e: 5 },
-      { b: 2, a: 1, c: 3, d: 4, e: 5 },
+      { a: 1, b: 2, c: 3, d: 4, e: 5 },
+      { a: 1, b: "2", c: 3, d: 4, e: 5, g: 7 },
+      { b: 2, a: 1, c: 3, d: 4, e: 5, g: 7 },
+    ],
+  },
+  {
+    name: "five required names in any order",
+    schema: {
+      type: "object",
+      properties: {
+        doc: { type: "string" },
+        id: { type: "integer" },
+        name: { type: "string" },
+        since: { type: "integer" },
+        request: { type: "object" },
+        response: { type: "object" },
+      },
+      required: ["name", "since", "doc", "request", "response"],
+      additionalProperties: false,
+    },
+    valid: [
+      { doc: "d", name: "n", request: {}, response: {}, since: 1 },
+      { id: 1, name: "n", since: 2, doc: "d", request: {}, response: { a: 1 } },
+    ],
+    invalid: [
+      { id: 1, name: "n", since: 2, doc: "d", request: {} },
+      { name: "n", since: 2, doc: "d", request: {}, response: {}, x: 1 },
+      { name: "n", since: "2", doc: "d", request: {}, response: {} },
     ],
   },
   {

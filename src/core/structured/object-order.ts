@@ -14,7 +14,7 @@ import { extraNameRules, ruleUses, spliceError, unmark } from "./extra-names.ts"
 /** Marks, as a const string, an any-order object and its values (followed by its index). */
 export const OBJECT_SLOT = "ortserve-object-";
 /** Required names tracked (2^r rules each way). */
-export const MAX_REQUIRED = 4;
+export const MAX_REQUIRED = 5;
 /** Names written as they are inside an EBNF string and a JSON key (no escapes). */
 const PLAIN = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
 
