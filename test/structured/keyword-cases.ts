@@ -207,6 +207,16 @@ export const KEYWORD_CASES: KeywordCase[] = [
     ],
   },
   {
+    name: "properties without type, in any order",
+    schema: {
+      properties: { a: { type: "integer" }, b: { type: "string" }, c: { type: "boolean" } },
+      required: ["a", "b"],
+      additionalProperties: false,
+    },
+    valid: [{ a: 1, b: "x" }, { b: "x", a: 1 }, { c: true, b: "x", a: 1 }],
+    invalid: [{ a: 1 }, { b: "x", a: "1" }, { a: 1, b: "x", d: 1 }],
+  },
+  {
     name: "five required names in any order",
     schema: {
       type: "object",

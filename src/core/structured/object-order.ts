@@ -59,7 +59,8 @@ const KEEP = [
  */
 export function anyOrderSlot(o: Record<string, unknown>): ObjectSlot | undefined {
   const type = Array.isArray(o.type) && o.type.length === 1 ? o.type[0] : o.type;
-  if (type !== "object" || KEEP.some((k) => k in o)) return undefined;
+  // Without a type, the backend reads declared properties as an object's (a narrowing already).
+  if ((type !== "object" && type !== undefined) || KEEP.some((k) => k in o)) return undefined;
   const props = o.properties;
   if (typeof props !== "object" || props === null || Array.isArray(props)) return undefined;
   const names = Object.keys(props);
