@@ -213,7 +213,11 @@ export const KEYWORD_CASES: KeywordCase[] = [
       required: ["a", "b"],
       additionalProperties: false,
     },
-    valid: [{ a: 1, b: "x" }, { b: "x", a: 1 }, { c: true, b: "x", a: 1 }],
+    valid: [
+      { a: 1, b: "x" },
+      { b: "x", a: 1 },
+      { c: true, b: "x", a: 1 },
+    ],
     invalid: [{ a: 1 }, { b: "x", a: "1" }, { a: 1, b: "x", d: 1 }],
   },
   {
@@ -738,8 +742,19 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "format email",
     schema: { type: "string", format: "email" },
-    valid: ["a@b.co"],
-    invalid: ["x", "a@"],
+    valid: ["a@b.co", "first.last+tag@mail.example-1.org", "x_y@a.b.c"],
+    // Quoted local parts and labels past 63 characters are refused by common validators.
+    invalid: [
+      "x",
+      "a@",
+      "a@x",
+      '"a b"@x.com',
+      `a@${"x".repeat(70)}.com`,
+      "a..b@x.com",
+      ".a@x.com",
+      "a@-x.com",
+      "a@[1.2.3.4]",
+    ],
   },
   {
     name: "format uuid",

@@ -306,6 +306,11 @@ const FORMAT_PATTERNS: Record<string, string> = {
   // leading zeros: the backend's own grammars let both through.
   time: `^${TIME}$`,
   ipv4: `^${IPV4}$`,
+  // ajv-formats' full email with labels of 1 to 22 characters (63 in its fast form): a dot-atom
+  // local part, a domain of two labels or more. The backend's own grammar also takes quoted local
+  // parts, one-label domains and labels of any length, which validators refuse.
+  email:
+    "^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?$",
   // OpenAPI's base64 bytes (RFC 4648 with padding).
   byte: "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
 };
