@@ -403,6 +403,29 @@ export const KEYWORD_CASES: KeywordCase[] = [
     invalid: ["a\nc", "ac", 'a"c'],
   },
   {
+    name: "pattern without anchors: searched for, as JSON Schema reads it",
+    schema: { type: "string", pattern: "[0-9]{3}" },
+    valid: ["123", "a123b", "ver 1234"],
+    invalid: ["12", "1a2b3", ""],
+  },
+  {
+    name: "pattern anchored at one end",
+    schema: {
+      type: "object",
+      properties: { s: { type: "string", pattern: "^dag" }, e: { type: "string", pattern: "\\.json$" } },
+    },
+    valid: [{ s: "dag" }, { s: "dag_01", e: "a.json" }, { e: ".json" }],
+    invalid: [{ s: "xdag" }, { s: "da" }, { e: "a.jsonl" }, { e: "ajson" }],
+  },
+  {
+    name: "pattern with alternatives anchored apart",
+    schema: { type: "string", pattern: "^a|c|b$" },
+    valid: ["a", "ax", "xb", "b", "xcx", "c"],
+    invalid: ["xa", "bx", "", "x"],
+    // The alternatives stay inside the quotes.
+    invalidTexts: ['"a', 'b"', '"x'],
+  },
+  {
     name: "pattern with negated classes and \\S",
     schema: { type: "string", pattern: "^[^:\\s]+:\\S+$" },
     valid: ["ab:cd"],
@@ -843,9 +866,9 @@ export const KEYWORD_CASES: KeywordCase[] = [
   {
     name: "patternProperties",
     schema: { type: "object", patternProperties: { "^a": { type: "integer" } } },
-    // Narrowed: names spell the whole pattern ("a", not "ab"), none outside it.
-    valid: [{}, { a: 1 }, { a: -2 }],
-    invalid: [{ a: "s" }, { b: 1 }, { a: 1, b: 2 }, { a: 1.5 }],
+    // Narrowed: no names outside the pattern.
+    valid: [{}, { a: 1 }, { ab: -2 }, { a: 1, "a-b c": 2 }],
+    invalid: [{ a: "s" }, { b: 1 }, { ba: 1 }, { a: 1, b: 2 }, { a: 1.5 }],
   },
   {
     name: "patternProperties with additionalProperties false: names and values held",
@@ -873,6 +896,13 @@ export const KEYWORD_CASES: KeywordCase[] = [
     // Narrowed to no properties at all, as before pattern keys were enforced.
     valid: [{}],
     invalid: [{ a: [1] }, { a: [2] }],
+  },
+  {
+    name: "patternProperties keyed by alternatives",
+    schema: { type: "object", patternProperties: { "^x|y$": { type: "integer" } } },
+    valid: [{}, { x: 1 }, { xz: 1, zy: 2 }],
+    invalid: [{ z: 1 }, { yx: 1 }, { x: "s" }],
+    invalidTexts: ['{"x:1}', '{y":1}'],
   },
   {
     name: "patternProperties with two patterns",

@@ -269,3 +269,49 @@ function jsonClass(p: string, start: number): { text: string; next: number } | {
   const text = negated ? asciiClass((cp) => members.some((m) => m(cp))) : `[${body}]`;
   return { text, next: i + 1 };
 }
+
+/** Any character a JSON string holds unescaped, printable ASCII (what `.` becomes in forJsonString). */
+const ANY_RUN = `${asciiClass(() => false)}*`;
+
+/** `pattern`'s top-level alternatives (split at `|` outside groups and classes). */
+function topLevelBranches(pattern: string): string[] {
+  const branches: string[] = [];
+  let depth = 0;
+  let inClass = false;
+  let start = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\") i++;
+    else if (inClass) inClass = c !== "]";
+    else if (c === "[") inClass = true;
+    else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "|" && depth === 0) {
+      branches.push(pattern.slice(start, i));
+      start = i + 1;
+    }
+  }
+  branches.push(pattern.slice(start));
+  return branches;
+}
+
+/**
+ * A JSON Schema `pattern` (in forJsonString's form) as a whole-string pattern: JSON Schema's
+ * `pattern` searches (`"^dag"` holds for "dag_1", `"[0-9]{3}"` for "a123b"), the backend matches
+ * the whole string. Each top-level alternative without `^` may be preceded, and without `$`
+ * followed, by any run of printable ASCII (a narrowing of "any characters": escapes and non-ASCII
+ * text around the match are not generated). `^` and `$` sit only at the pattern's ends
+ * (unsupportedRegexFeature), so they anchor the first and last alternatives only, as in ECMAScript.
+ */
+export function searchForm(pattern: string): string {
+  const branches = topLevelBranches(pattern);
+  const whole = branches.map((b) => {
+    const anchoredStart = b.startsWith("^");
+    const anchoredEnd = b.endsWith("$") && !/(^|[^\\])(\\\\)*\\\$$/.test(b);
+    const core = b.slice(anchoredStart ? 1 : 0, anchoredEnd ? -1 : undefined);
+    return `${anchoredStart ? "" : ANY_RUN}${core === "" ? "" : `(?:${core})`}${anchoredEnd ? "" : ANY_RUN}`;
+  });
+  // One group around the alternatives: the backend writes a string's pattern between its quotes
+  // as it is, so `x|y` there read as `"x` or `y"` (measured: both accepted as whole outputs).
+  return whole.length === 1 ? whole[0]! : `(?:${whole.map((b) => `(?:${b})`).join("|")})`;
+}

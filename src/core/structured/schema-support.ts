@@ -11,7 +11,7 @@
 import { EXTRA_SLOT } from "./extra-names.ts";
 import { integerBounds, rangeRules } from "./numeric-range.ts";
 import { anyOrderSlot, extraMarker, OBJECT_SLOT, type ObjectSlot, propertyMarker } from "./object-order.ts";
-import { forJsonString, unsupportedRegexFeature } from "./regex-support.ts";
+import { forJsonString, searchForm, unsupportedRegexFeature } from "./regex-support.ts";
 import { normalizeSchema, patternKeyed } from "./schema-normalize.ts";
 import { STRING_SLOT, type StringSlot, stringSlot } from "./string-length.ts";
 
@@ -436,7 +436,7 @@ function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
   const sub = (s: unknown, key: string) => backendPatterns(s, splices, `${at}/${key}`);
   if (typeof out.pattern === "string") {
     const json = forJsonString(out.pattern);
-    if ("pattern" in json) out.pattern = json.pattern;
+    if ("pattern" in json) out.pattern = searchForm(json.pattern);
   }
   if (typeof out.format === "string" && out.format in FORMAT_PATTERNS) {
     out.pattern = FORMAT_PATTERNS[out.format];
@@ -458,7 +458,10 @@ function backendPatterns(schema: unknown, splices?: Splices, at = ""): unknown {
     out.patternProperties = Object.fromEntries(
       Object.entries(out.patternProperties).map(([p, v]) => {
         const json = forJsonString(p);
-        return ["pattern" in json ? json.pattern : p, sub(v, `patternProperties/${escapePointer(p)}`)];
+        return [
+          "pattern" in json ? searchForm(json.pattern) : p,
+          sub(v, `patternProperties/${escapePointer(p)}`),
+        ];
       }),
     );
   for (const k of ["anyOf", "allOf", "prefixItems"])
