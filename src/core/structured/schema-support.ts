@@ -99,22 +99,26 @@ export interface CheckOptions {
  * as rewritten by schema-normalize.ts (the form the backend is given).
  */
 export function checkJsonSchema(schema: unknown, options: CheckOptions = {}): void {
-  const patternKeys = patternKeysEnforced(schema, options);
-  checkNormalized(normalizeSchema(schema, { openObjects: options.splicedRules, patternKeys }), options);
+  checkedNormalForm(schema, options);
 }
 
 /**
- * Whether the backend is given the schema's pattern-keyed objects: only when the whole schema,
- * their pattern values included, is enforced; else they are closed to no names (a narrowing).
+ * The schema as normalized for the backend (schema-normalize.ts), checked. Its pattern-keyed
+ * objects are kept only when the whole schema, their pattern values included, is enforced; else
+ * they are closed to no names (a narrowing). Throws UnsupportedSchema as checkJsonSchema does.
  */
-export function patternKeysEnforced(schema: unknown, options: CheckOptions = {}): boolean {
+function checkedNormalForm(schema: unknown, options: CheckOptions): unknown {
+  const openObjects = options.splicedRules;
+  const keyed = normalizeSchema(schema, { openObjects });
   try {
-    checkNormalized(normalizeSchema(schema, { openObjects: options.splicedRules }), options);
-    return true;
+    checkNormalized(keyed, options);
+    return keyed;
   } catch (err) {
-    if (err instanceof UnsupportedSchema) return false;
-    throw err;
+    if (!(err instanceof UnsupportedSchema)) throw err;
   }
+  const closed = normalizeSchema(schema, { openObjects, patternKeys: false });
+  checkNormalized(closed, options);
+  return closed;
 }
 
 function checkNormalized(root: unknown, options: CheckOptions): void {
@@ -338,7 +342,7 @@ function lengthPattern(min = 0, max?: number): string {
  * (schema-normalize.ts, objects closed), then rewritten by backendPatterns.
  */
 export function withBackendPatterns(schema: unknown): unknown {
-  return backendPatterns(normalizeSchema(schema, { patternKeys: patternKeysEnforced(schema) }));
+  return backendPatterns(checkedNormalForm(schema, {}));
 }
 
 /** Marks, as a const string, where a numeric range's grammar rule goes (followed by its index). */
@@ -388,8 +392,7 @@ function anyOrderObject(o: Record<string, unknown>, slot: ObjectSlot, splices: S
  * keeps apart from extraNames[i]. Call after checkJsonSchema with splicedRules.
  */
 export function backendJsonSchema(schema: unknown): { schema: unknown } & Splices {
-  const patternKeys = patternKeysEnforced(schema, { splicedRules: true });
-  const normalized = normalizeSchema(schema, { openObjects: true, patternKeys });
+  const normalized = checkedNormalForm(schema, { splicedRules: true });
   const refs: string[] = [];
   JSON.stringify(normalized, (k, v) => {
     if (k === "$ref" && typeof v === "string") refs.push(v);
