@@ -50,6 +50,22 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * `err` with its message and param in another API's names for the same fields (`rename` maps
+ * chat's paths to them, e.g. Responses' `text.format`); status, type, code and Retry-After kept.
+ */
+export function withFieldNames(err: ApiError, rename: (text: string) => string): ApiError {
+  const out = new ApiError(
+    err.status,
+    err.type,
+    rename(err.message),
+    err.param && rename(err.param),
+    err.code,
+  );
+  if (err.retryAfterSeconds !== undefined) out.retryAfterSeconds = err.retryAfterSeconds;
+  return out;
+}
+
 /** 400: a field's value or a combination of fields cannot be served. */
 export function invalidRequest(
   message: string,

@@ -4,7 +4,7 @@
  * the chat route already parses — the same messages, template, tools, constraints and engine
  * request, so Messages is an edge translation, not a second generation path.
  */
-import { ApiError, invalidRequest, unsupportedField } from "../../errors.ts";
+import { ApiError, invalidRequest, unsupportedField, withFieldNames } from "../../errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../chat-request.ts";
 import type { ChatMessage, ToolCall } from "../messages.ts";
 import {
@@ -377,15 +377,7 @@ const renamed = (text: string): string =>
 
 /** A chat-route error (parsing, the engine's checks, an engine error event) naming the Messages fields. */
 export function inMessagesTerms(err: ApiError): ApiError {
-  const out = new ApiError(
-    err.status,
-    err.type,
-    renamed(err.message),
-    err.param && renamed(err.param),
-    err.code,
-  );
-  if (err.retryAfterSeconds !== undefined) out.retryAfterSeconds = err.retryAfterSeconds;
-  return out;
+  return withFieldNames(err, renamed);
 }
 
 /** output_config.format as chat's response_format: the schema as written (objects open where it leaves them open). */

@@ -5,7 +5,7 @@
  * translation, not a second generation path. Fields this server cannot honour are a 400 naming
  * them, never ignored.
  */
-import { ApiError, invalidRequest, unsupportedField } from "../../errors.ts";
+import { ApiError, invalidRequest, unsupportedField, withFieldNames } from "../../errors.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../chat-request.ts";
 import {
   array,
@@ -394,15 +394,7 @@ const renamed = (text: string): string =>
 
 /** A chat-route error (parsing, the engine's checks, an engine error event) naming the Responses fields. */
 export function inResponsesTerms(err: ApiError): ApiError {
-  const renamedErr = new ApiError(
-    err.status,
-    err.type,
-    renamed(err.message),
-    err.param && renamed(err.param),
-    err.code,
-  );
-  if (err.retryAfterSeconds !== undefined) renamedErr.retryAfterSeconds = err.retryAfterSeconds;
-  return renamedErr;
+  return withFieldNames(err, renamed);
 }
 
 function chatToolChoice(choice: ResponsesToolChoice): ChatCompletionRequest["tool_choice"] {
