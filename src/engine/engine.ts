@@ -28,7 +28,7 @@ import type { ChatMessage } from "../chat/types.ts";
 import type { ModelFormat } from "../core/model/model-files.ts";
 import { TokenizerThread } from "../core/prompt/tokenizer-thread.ts";
 import { completeRequest, type GenerateParams } from "../core/request-defaults.ts";
-import { contextExceeded } from "../core/step/admission.ts";
+import { completionRoom, contextExceeded } from "../core/step/admission.ts";
 import { checkAgainstConfig } from "../core/step/config-checks.ts";
 import { checkTokenIds } from "../core/token-ids.ts";
 import type {
@@ -320,7 +320,13 @@ export class Engine {
    * made here as well as in the worker so nothing is sized by a request the engine would refuse.
    */
   check(model: EngineModel, request: EngineRequest): void {
-    asApiErrors(() => checkAgainstConfig(request, model.config));
+    asApiErrors(() => {
+      checkAgainstConfig(request, model.config);
+      // A prompt of token ids that cannot fit is refused by its length here, before its ids (a
+      // hostile 100,000) are copied to the engine's thread, whose turn every stream waits for.
+      if ("tokenIds" in request.prompt && request.truncatePromptTokens === undefined)
+        completionRoom(request, request.prompt.tokenIds.length, model.config.maxModelLen);
+    });
   }
 
   /**

@@ -57,12 +57,13 @@ export async function prepare(req: EngineRequest, ctx: AdmissionContext): Promis
   checkAgainstConfig(req, ctx.config);
   const keep = truncationKeep(req, ctx.config.maxModelLen);
   let ids = await promptIds(req, ctx, keep);
+  if (keep !== undefined && ids.length > keep) ids = ids.slice(ids.length - keep);
+  // By length first: a prompt that cannot fit is refused without a pass over its ids.
+  const { promptIds: kept, maxTokens } = fitPrompt(req, ids, ctx.config.maxModelLen);
   const vocab = ctx.model.vocabSize;
-  const bad = outOfVocab(ids, vocab);
+  const bad = outOfVocab(kept, vocab);
   if (bad.length)
     throw new RequestError("invalid_request", `prompt token id ${bad[0]} is outside [0, ${vocab})`);
-  if (keep !== undefined && ids.length > keep) ids = ids.slice(ids.length - keep);
-  const { promptIds: kept, maxTokens } = fitPrompt(req, ids, ctx.config.maxModelLen);
   const bannedWords = await badWordsTokenIds(req.sampling.badWords ?? [], ctx.tokenize);
   return { promptIds: kept, maxTokens, bannedWords, thinkBudget: thinkBudget(req, ctx) };
 }
