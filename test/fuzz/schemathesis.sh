@@ -69,6 +69,8 @@ hooks="$PWD/test/fuzz"
   --report ndjson --report-ndjson-path "$work/events.ndjson" \
   --output-truncate true \
   "$@" >"$work/schemathesis.out" 2>&1) || status=$?
+# The ERRORS section comes before the summary and can be long: print it whole, then the summary.
+sed -n '/ ERRORS /,/Need more help?/p' "$work/schemathesis.out"
 tail -n 60 "$work/schemathesis.out"
 
 # Count from the event stream: every response with its status, and every failed check by name.
