@@ -65,12 +65,20 @@ export interface ServerConfig {
   requestLimits: RequestLimits;
   /** Check each model's files at start and skip broken ones (default: on; see registry/model-files.ts). */
   checkModelFiles?: boolean;
+  /**
+   * How often the models directory is scanned again while serving, in ms (default
+   * MODELS_RESCAN_MS; 0: only when a request names a model not known yet).
+   */
+  modelsRescanMs?: number;
   /** /metrics needs an API key (default: open). */
   metricsRequireKey?: boolean;
   /** Print the bootstrap API key here (stdout by default). */
   announceKey?: (key: string) => void;
   logger?: Logger;
 }
+
+/** A model pulled, removed or replaced while the server runs is noticed within this many ms. */
+export const MODELS_RESCAN_MS = 2000;
 
 export const SERVER_DEFAULTS = {
   host: "127.0.0.1",
@@ -135,6 +143,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     grammarCompileTimeoutMs: config.grammarCompileTimeoutMs,
     fairShare: config.fairShare ?? true,
     templates: config.templates,
+    onModelsChange: ({ added, removed, gone }) => {
+      if (added.length > 0) logger.info("models added", { models: added });
+      if (removed.length > 0) logger.info("models removed", { models: removed });
+      if (gone.length > 0) logger.info("model files replaced or removed", { dirs: gone.map((g) => g.dir) });
+    },
   });
   let draining = false;
   const admission = new AdmissionControl(config.admission);
@@ -233,10 +246,21 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const url = `http://${config.host}:${port}`;
   logger.info("listening", { url, models: registry.list().map((m) => m.id) });
 
+  const rescanMs = config.modelsRescanMs ?? MODELS_RESCAN_MS;
+  const rescan =
+    rescanMs > 0
+      ? setInterval(() => {
+          engine.refreshModels().catch((err: unknown) => {
+            logger.error("models directory scan failed", { error: String(err) });
+          });
+        }, rescanMs).unref()
+      : undefined;
+
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       draining = true;
+      clearInterval(rescan);
       logger.info("draining: waiting for in-flight requests");
       const closed = new Promise<void>((r) => server.close(() => r()));
       // Keep-alive sockets idle now would hold close() until their timeout; busy ones close after

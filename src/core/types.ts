@@ -141,6 +141,11 @@ export const KV_CACHE_DTYPE_SETTINGS: readonly KvCacheDtypeSetting[] = ["auto", 
 
 export interface EngineCoreConfig {
   modelDir: string;
+  /**
+   * modelDir's revision as the registry scanned it: a model pulled again at the same path loads as
+   * another engine, and the old one is freed once its requests finish.
+   */
+  revision?: string;
   format: "q4" | "fp32";
   schedulingPolicy: "fcfs" | "priority";
   /** Most sequences decoded together (rows of the KV cache). */

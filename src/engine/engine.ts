@@ -42,12 +42,12 @@ import type {
 } from "../core/types.ts";
 import { asApiErrors, engineErrorToApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
 import { availableFormats } from "../models/registry/weights.ts";
-import { ModelRegistry, type Resolution } from "../models/registry.ts";
+import { ModelRegistry, type RegistryChange, type Resolution } from "../models/registry.ts";
 import { modelsDir as defaultModelsDir } from "../util/paths.ts";
 import type { ThreadHeap } from "../util/thread-heap.ts";
 import { EnginePool } from "../workers/pool.ts";
 import { ChoiceTracker } from "./choice-tracker.ts";
-import { type ModelInfo, modelInfo } from "./model-info.ts";
+import { forgetModelInfo, type ModelInfo, modelInfo } from "./model-info.ts";
 
 export type { GenerateParams };
 
@@ -80,6 +80,8 @@ export interface EngineOptions {
   fairShare?: boolean;
   /** Chat template rendering: its threads and each render's time and output budgets. */
   templates?: Partial<TemplatePoolOptions>;
+  /** Told what each rescan of the models directory changed (the server logs it). */
+  onModelsChange?: (change: RegistryChange) => void;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -178,18 +180,37 @@ export interface RunOptions {
 
 let requestCounter = 0;
 
+/** A name the registry does not know rescans the models directory at most this often. */
+const MISS_REFRESH_MS = 250;
+
+/** One revision of a served directory: what the engine counts users and keeps tokenizers by. */
+function servedKey(dir: string, revision: string): string {
+  return `${revision}:${dir}`;
+}
+
 export class Engine {
   readonly registry: ModelRegistry;
   readonly pool: EnginePool;
   /** Every chat template render runs here, off the main thread. */
   readonly templates: TemplatePool;
-  private readonly options: Required<Omit<EngineOptions, "registry" | "modelsDir" | "format" | "templates">>;
+  private readonly options: Required<
+    Omit<EngineOptions, "registry" | "modelsDir" | "format" | "templates" | "onModelsChange">
+  >;
   private readonly format: ModelFormat | undefined;
-  /** Streams open per model directory, and who waits for a directory to have none. */
+  private readonly onModelsChange: ((change: RegistryChange) => void) | undefined;
+  /** Streams open per model directory and revision (servedKey), and who waits for a directory to have none. */
   private readonly users = new Map<string, number>();
   private readonly idleWaiters = new Map<string, (() => void)[]>();
-  /** Per model directory, a tokenizer thread for /tokenize, /detokenize and count_tokens. */
+  /** Per model directory and revision, a tokenizer thread for /tokenize, /detokenize and count_tokens. */
   private readonly tokenizers = new Map<string, TokenizerThread>();
+  /** Directories being let go of (refreshModels): close waits for them before the workers stop. */
+  private readonly retiring = new Set<Promise<void>>();
+  /** The scan of the models directory under way, if any (refreshModels). */
+  private refreshing: Promise<unknown> = Promise.resolve();
+  /** A scan asked for while another runs: it starts when that one ends. */
+  private queuedRefresh: Promise<RegistryChange> | undefined;
+  /** When a name the registry did not know last made it scan the models directory again. */
+  private lastMissRefresh = Number.NEGATIVE_INFINITY;
 
   private constructor(registry: ModelRegistry, options: EngineOptions) {
     this.registry = registry;
@@ -206,6 +227,7 @@ export class Engine {
       fairShare: options.fairShare ?? ENGINE_DEFAULTS.fairShare,
     };
     this.format = options.format;
+    this.onModelsChange = options.onModelsChange;
     this.pool = new EnginePool({ workers: this.options.workers, maxRequestsPerWorker: 1024 });
     this.templates = new TemplatePool(options.templates);
   }
@@ -215,11 +237,64 @@ export class Engine {
     return new Engine(options.registry ?? ModelRegistry.load(defaultModelsDir(options.modelsDir)), options);
   }
 
-  /** Resolves a model name; a 404 ApiError when unknown. */
-  resolve(name: string): Resolution {
-    const resolution = this.registry.resolve(name);
+  /**
+   * Resolves a model name; a 404 ApiError when unknown. A name not known yet makes the registry
+   * scan the models directory again (at most every MISS_REFRESH_MS): a model pulled while the
+   * server runs is served by its first request.
+   */
+  async resolve(name: string): Promise<Resolution> {
+    let resolution = this.registry.resolve(name);
+    if (!resolution && performance.now() - this.lastMissRefresh >= MISS_REFRESH_MS) {
+      this.lastMissRefresh = performance.now();
+      try {
+        await this.refreshModels();
+      } catch {
+        // The server's periodic scan logs the same failure; this name is simply not known.
+      }
+      resolution = this.registry.resolve(name);
+    }
     if (!resolution) throw modelNotFound(name);
     return resolution;
+  }
+
+  /**
+   * Scans the models directory again, changed directories on a thread of their own. Scans run one
+   * at a time; calls while one waits to start share it. What was loaded from a directory that is gone or was replaced (a model removed, or
+   * pulled again at the same path) is freed once the requests using it finish; requests resolved
+   * from now on load the new files.
+   */
+  refreshModels(): Promise<RegistryChange> {
+    if (this.queuedRefresh) return this.queuedRefresh;
+    const next = this.refreshing
+      .then(() => {
+        this.queuedRefresh = undefined;
+        return this.registry.refreshOffThread();
+      })
+      .then((change) => this.settle(change));
+    this.queuedRefresh = next;
+    this.refreshing = next.catch(() => undefined);
+    return next;
+  }
+
+  private settle(change: RegistryChange): RegistryChange {
+    for (const { dir, revision } of change.gone) {
+      const retired = this.retire(dir, revision)
+        // A worker that cannot unload has died and been replaced: nothing of it is left to free.
+        .catch(() => {})
+        .finally(() => this.retiring.delete(retired));
+      this.retiring.add(retired);
+    }
+    if (change.added.length + change.removed.length + change.gone.length > 0) this.onModelsChange?.(change);
+    return change;
+  }
+
+  private async retire(dir: string, revision: string): Promise<void> {
+    await this.release(dir, revision);
+    forgetModelInfo(dir, revision);
+    const key = servedKey(dir, revision);
+    const tokenizer = this.tokenizers.get(key);
+    this.tokenizers.delete(key);
+    await tokenizer?.close();
   }
 
   /**
@@ -227,7 +302,8 @@ export class Engine {
    * once); a 404 ApiError when unknown, a 503 when it has no weights.
    */
   model(name: string | Resolution): EngineModel {
-    const resolution = typeof name === "string" ? this.resolve(name) : name;
+    const resolution = typeof name === "string" ? this.registry.resolve(name) : name;
+    if (!resolution) throw modelNotFound(name as string);
     if (!resolution.format) {
       // The problem names server paths: it goes to the server's log at start, not to clients.
       throw unavailable(
@@ -242,9 +318,10 @@ export class Engine {
     return {
       name: resolution.servedName,
       resolution,
-      info: modelInfo(resolution.dir),
+      info: modelInfo(resolution.dir, resolution.revision),
       config: {
         modelDir: resolution.dir,
+        revision: resolution.revision,
         format,
         schedulingPolicy: resolution.model.schedulingPolicy,
         maxNumSeqs: o.maxNumSeqs,
@@ -335,19 +412,24 @@ export class Engine {
    * iterate (or return) every stream.
    */
   stream(prepared: PreparedRequest, signal?: AbortSignal): AsyncGenerator<EngineEvent> {
-    const dir = prepared.model.config.modelDir;
-    this.users.set(dir, (this.users.get(dir) ?? 0) + 1);
-    return this.counted(dir, this.pool.generate(prepared.model.config, prepared.request, signal));
+    const { modelDir, revision } = prepared.model.config;
+    const key = servedKey(modelDir, revision ?? "");
+    this.users.set(key, (this.users.get(key) ?? 0) + 1);
+    return this.counted(modelDir, key, this.pool.generate(prepared.model.config, prepared.request, signal));
   }
 
-  private async *counted(dir: string, events: AsyncGenerator<EngineEvent>): AsyncGenerator<EngineEvent> {
+  private async *counted(
+    dir: string,
+    key: string,
+    events: AsyncGenerator<EngineEvent>,
+  ): AsyncGenerator<EngineEvent> {
     try {
       yield* events;
     } finally {
-      const left = (this.users.get(dir) ?? 1) - 1;
-      if (left > 0) this.users.set(dir, left);
+      const left = (this.users.get(key) ?? 1) - 1;
+      if (left > 0) this.users.set(key, left);
       else {
-        this.users.delete(dir);
+        this.users.delete(key);
         for (const wake of this.idleWaiters.get(dir) ?? []) wake();
         this.idleWaiters.delete(dir);
       }
@@ -355,18 +437,22 @@ export class Engine {
   }
 
   /**
-   * Waits until no request uses `modelDir` (requests already streaming finish first), then frees
-   * its engines in their workers. For weights about to be removed: a new request for them would
-   * load them again.
+   * Waits until no request uses `modelDir` (of that revision, when given; requests already
+   * streaming finish first), then frees its engines in their workers. For weights about to be
+   * removed or replaced: a new request for them would load them again.
    */
-  async release(modelDir: string): Promise<void> {
-    while (this.users.has(modelDir))
+  async release(modelDir: string, revision?: string): Promise<void> {
+    const inUse = () =>
+      revision === undefined
+        ? [...this.users.keys()].some((key) => key.slice(key.indexOf(":") + 1) === modelDir)
+        : this.users.has(servedKey(modelDir, revision));
+    while (inUse())
       await new Promise<void>((wake) => {
         const waiters = this.idleWaiters.get(modelDir) ?? [];
         waiters.push(wake);
         this.idleWaiters.set(modelDir, waiters);
       });
-    await this.pool.unload(modelDir);
+    await this.pool.unload(modelDir, revision);
   }
 
   /** Runs a request to the end and collects its choices; an error event throws its ApiError. */
@@ -462,16 +548,19 @@ export class Engine {
   }
 
   private tokenizer(model: EngineModel): TokenizerThread {
-    const dir = model.config.modelDir;
-    let t = this.tokenizers.get(dir);
+    const { modelDir, revision } = model.config;
+    const key = servedKey(modelDir, revision ?? "");
+    let t = this.tokenizers.get(key);
     if (!t) {
-      t = new TokenizerThread(dir);
-      this.tokenizers.set(dir, t);
+      t = new TokenizerThread(modelDir);
+      this.tokenizers.set(key, t);
     }
     return t;
   }
 
   async close(): Promise<void> {
+    await this.refreshing;
+    await Promise.all(this.retiring);
     await Promise.all([
       this.pool.close(),
       this.templates.close(),

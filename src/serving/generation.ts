@@ -156,7 +156,7 @@ export abstract class GenerationService<P extends GenerationRequest, J, C>
   ): Promise<GenerationResult<J, C>> {
     const tally = ctx.usage;
     // Usage is attributed to the model even when it then turns out to have no weights to serve.
-    const resolution = this.deps.engine.resolve(req.model);
+    const resolution = await this.deps.engine.resolve(req.model);
     tally.model = resolution.model.id;
     tally.checkpoint = resolution.checkpoint ? `step${resolution.checkpoint.step}` : null;
     const model = this.deps.engine.model(resolution);

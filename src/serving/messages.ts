@@ -91,7 +91,7 @@ export class MessagesService extends GenerationService<MessagesRequest, Anthropi
   async countTokens(body: unknown): Promise<{ input_tokens: number }> {
     const req = parseCountTokensRequest(body);
     checkStrictToolChoice(this.deps, req.chat);
-    const model = this.deps.engine.model(this.deps.engine.resolve(req.chat.model));
+    const model = this.deps.engine.model(await this.deps.engine.resolve(req.chat.model));
     forModel(req, model);
     const prompt = await chatPrompt(this.deps, req.chat, model);
     const ids = await this.deps.engine.tokenize(model, prompt);

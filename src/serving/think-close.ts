@@ -5,16 +5,18 @@
  * it) gives `</think>` alone, as vLLM forces it.
  */
 import type { EngineModel } from "../engine/engine.ts";
+import type { ModelInfo } from "../engine/model-info.ts";
 import { THINK_CLOSE } from "../protocol/reasoning/think-parser.ts";
 import type { ServingDeps } from "./generation.ts";
 
 const THOUGHT = "ortserve-thought-8f3a";
 const ANSWER = "ortserve-answer-8f3a";
 
-const cache = new Map<string, Promise<string>>();
+/** By the model's facts as read: a model pulled again at the same path has new ones. */
+const cache = new WeakMap<ModelInfo, Promise<string>>();
 
 export function thinkCloseText(deps: ServingDeps, model: EngineModel): Promise<string> {
-  const key = model.config.modelDir;
+  const key = model.info;
   let text = cache.get(key);
   if (!text) {
     text = render(deps, model);

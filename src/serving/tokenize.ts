@@ -18,7 +18,7 @@ export class TokenizeService {
   async tokenize(body: unknown): Promise<TokenizeResponse> {
     const req = parseTokenizeRequest(body);
     const engine = this.deps.engine;
-    const model = engine.model(engine.resolve(req.model));
+    const model = engine.model(await engine.resolve(req.model));
     const prompt: EngineRequest["prompt"] =
       req.kind === "chat"
         ? await chatPrompt(this.deps, req.chat, model)
@@ -30,7 +30,7 @@ export class TokenizeService {
   async detokenize(body: unknown): Promise<{ prompt: string }> {
     const req = parseDetokenizeRequest(body);
     const engine = this.deps.engine;
-    const model = engine.model(engine.resolve(req.model));
+    const model = engine.model(await engine.resolve(req.model));
     return { prompt: await engine.detokenize(model, req.tokens) };
   }
 }

@@ -8,6 +8,7 @@ import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
 import { type ThreadHeap, threadHeap } from "../util/thread-heap.ts";
+import { loadedFrom } from "./engine-key.ts";
 import type { WorkerTask } from "./worker.ts";
 
 export interface EnginePoolOptions {
@@ -161,17 +162,18 @@ export class EnginePool {
   }
 
   /**
-   * Closes the engines loaded from `modelDir` in whichever workers hold them (their sessions and
-   * caches are freed); a later request would load the model again. Returns how many were closed.
+   * Closes the engines loaded from `modelDir` (of that revision only, when given) in whichever
+   * workers hold them (their sessions and caches are freed); a later request would load the model
+   * again. Returns how many were closed.
    */
-  async unload(modelDir: string): Promise<number> {
+  async unload(modelDir: string, revision?: string): Promise<number> {
     let closed = 0;
     for (const [key, index] of [...this.owners]) {
-      if ((JSON.parse(key) as EngineCoreConfig).modelDir !== modelDir) continue;
+      if (!loadedFrom(JSON.parse(key) as EngineCoreConfig, modelDir, revision)) continue;
       this.owners.delete(key);
       const slot = this.slots[index]!;
       slot.models--;
-      closed += (await slot.pool.run({ kind: "unload", modelDir } satisfies WorkerTask)) as number;
+      closed += (await slot.pool.run({ kind: "unload", modelDir, revision } satisfies WorkerTask)) as number;
     }
     return closed;
   }

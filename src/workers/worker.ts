@@ -7,6 +7,7 @@ import type { MessagePort } from "node:worker_threads";
 import { type EngineCore, RequestError } from "../core/step/engine-core.ts";
 import { loadEngineCore } from "../core/step/load-engine-core.ts";
 import type { EngineCoreConfig, EngineEvent, EngineRequest } from "../core/types.ts";
+import { loadedFrom } from "./engine-key.ts";
 
 export interface GenerateTask {
   kind: "generate";
@@ -19,10 +20,11 @@ export interface StatsTask {
   kind: "stats";
 }
 
-/** Closes the engines of a model directory (a removed checkpoint) once they are idle. */
+/** Closes the engines of a model directory (a removed checkpoint; of one revision: a replaced model). */
 export interface UnloadTask {
   kind: "unload";
   modelDir: string;
+  revision?: string;
 }
 
 /** Test hook: kills this worker thread, to exercise crash recovery. */
@@ -110,7 +112,7 @@ export default async function run(task: WorkerTask): Promise<unknown> {
     case "unload": {
       let closed = 0;
       for (const [key, engine] of engines) {
-        if ((JSON.parse(key) as EngineCoreConfig).modelDir !== task.modelDir) continue;
+        if (!loadedFrom(JSON.parse(key) as EngineCoreConfig, task.modelDir, task.revision)) continue;
         engines.delete(key);
         const loaded = await engine.catch(() => undefined);
         if (loaded) {

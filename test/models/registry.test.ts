@@ -1,7 +1,7 @@
-import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelRegistry } from "../../src/models/registry.ts";
+import { ModelRegistry, revisionOf } from "../../src/models/registry.ts";
 import { tempModelsDir, writeCheckpoint, writeModel } from "./fixtures.ts";
 
 const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -289,5 +289,52 @@ describe("ModelRegistry.resolve", () => {
       "",
     ])
       expect(reg.resolve(name), name).toBeUndefined();
+  });
+});
+
+describe("ModelRegistry.refresh", () => {
+  it("adds, removes and reports replaced directories and checkpoints, keeping removals", () => {
+    const root = fresh();
+    const a = writeModel(root, "a");
+    writeCheckpoint(a, "s1", { id: U(301), step: 1 }, ["fp32"]);
+    const reg = ModelRegistry.load(root);
+    expect(reg.list().map((m) => m.id)).toEqual(["a"]);
+    expect(reg.refresh()).toEqual({ added: [], removed: [], gone: [] });
+    const aRevision = revisionOf(a);
+
+    // A model and a checkpoint appear.
+    writeModel(root, "b");
+    writeCheckpoint(a, "s2", { id: U(302), step: 2 }, ["fp32"]);
+    expect(reg.refresh()).toEqual({ added: ["b"], removed: [], gone: [] });
+    expect(reg.get("a")!.checkpoints.map((c) => c.step)).toEqual([1, 2]);
+    expect(reg.resolve("a")!.checkpoint?.step).toBe(2);
+
+    // A checkpoint taken out of the registry (the DELETE route) stays out while its directory is unchanged.
+    reg.removeCheckpoints("a", [1]);
+    expect(reg.refresh()).toEqual({ added: [], removed: [], gone: [] });
+    expect(reg.get("a")!.checkpoints.map((c) => c.step)).toEqual([2]);
+
+    // "a" replaced at the same path: its old directory and checkpoint are gone, by their revisions.
+    const oldCheckpoint = reg.resolve("a:step2")!;
+    renameSync(a, join(root, ".a-old"));
+    writeModel(root, "a");
+    const change = reg.refresh();
+    expect(change.added).toEqual([]);
+    expect(change.removed).toEqual([]);
+    expect(change.gone).toEqual([
+      { dir: a, revision: aRevision },
+      { dir: oldCheckpoint.dir, revision: oldCheckpoint.revision },
+    ]);
+    expect(reg.resolve("a")!.revision).toBe(revisionOf(a));
+    expect(reg.resolve("a")!.revision).not.toBe(aRevision);
+    expect(reg.resolve("a:step2")).toBeUndefined();
+
+    // Removed.
+    rmSync(join(root, "b"), { recursive: true });
+    const b = join(root, "b");
+    const removed = reg.refresh();
+    expect(removed.removed).toEqual(["b"]);
+    expect(removed.gone.map((g) => g.dir)).toEqual([b]);
+    expect(reg.list().map((m) => m.id)).toEqual(["a"]);
   });
 });

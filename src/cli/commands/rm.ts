@@ -1,7 +1,8 @@
 /**
  * `ortserve rm <name>`: remove an installed model's directory (converted files, checkpoints and
  * ortserve.json; the download cache is left alone). It is renamed aside first, so a scan never
- * sees half of it. The default model's committed manifest stays, so the checkout stays clean. A server already running keeps serving what it loaded until it restarts.
+ * sees half of it. The default model's committed manifest stays, so the checkout stays clean. A
+ * running server stops serving it at its next scan, once the requests using it finish.
  */
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -17,7 +18,8 @@ export const summary = "remove an installed model";
 export const usage = `Usage: ortserve rm <name> [options]
 
 Removes <models-dir>/<name>/ (converted weights, checkpoints, settings). Cached downloads
-stay. A running server keeps serving the model until it restarts.
+stay. A running server stops serving the model at its next scan of the models directory
+(--models-rescan-ms), once the requests already using it finish.
 
 Options:
   --models-dir <dir>   models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)

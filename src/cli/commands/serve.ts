@@ -24,6 +24,10 @@ Options:
   --host <addr>          listen address (default: 127.0.0.1)
   --port <n>             listen port (default: $PORT or 8000)
   --models-dir <dir>     models directory (default: $ORTSERVE_MODELS_DIR or <repo>/models)
+  --models-rescan-ms <n> how often the models directory is scanned again while serving: a
+                         model pulled, removed or replaced is served, dropped or reloaded
+                         without a restart (default: 2000; 0: only when a request names a
+                         model not known yet)
   --db <file>            SQLite database for keys and usage (default: $ORTSERVE_DB or <repo>/.cache/ortserve.db)
   --response-retention-days <n>
                          days a stored Responses API response (store: true) is kept for
@@ -108,6 +112,7 @@ export async function run(argv: string[]): Promise<void> {
       "max-total-tokens": { type: "string" },
       "request-timeout-s": { type: "string" },
       "metrics-require-key": { type: "boolean" },
+      "models-rescan-ms": { type: "string" },
       "no-jump-forward": { type: "boolean" },
       "no-fair-share": { type: "boolean" },
       "grammar-compile-timeout-ms": { type: "string" },
@@ -120,7 +125,7 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   capYoungGeneration();
-  const { SERVER_DEFAULTS, startServer } = await import("../../server.ts");
+  const { MODELS_RESCAN_MS, SERVER_DEFAULTS, startServer } = await import("../../server.ts");
   const { modelsDir } = await import("../../util/paths.ts");
   const portText = values.port ?? process.env.PORT;
   const port = portText === "0" ? 0 : parsePositiveInt("--port", portText, SERVER_DEFAULTS.port);
@@ -151,6 +156,7 @@ export async function run(argv: string[]): Promise<void> {
     trustRequestChatTemplate: values["trust-request-chat-template"] ?? false,
     strictToolChoice: values["strict-tool-choice"] ?? false,
     metricsRequireKey: values["metrics-require-key"] ?? false,
+    modelsRescanMs: limit("models-rescan-ms", MODELS_RESCAN_MS),
     jumpForward: !values["no-jump-forward"],
     fairShare: !values["no-fair-share"],
     grammarCompileTimeoutMs: limit("grammar-compile-timeout-ms", SERVER_DEFAULTS.grammarCompileTimeoutMs),

@@ -1,7 +1,7 @@
 /**
  * `ortserve pull`: a source (catalogue name, hf: file or repo, local GGUF or safetensors
  * directory) → fetched and verified (fetch-weights.ts) → converted into `<models-dir>/<id>/`,
- * ready for the next server start. A new model is built in a hidden directory and renamed into
+ * where a running server picks it up at its next scan (Engine.refreshModels). A new model is built in a hidden directory and renamed into
  * place, so neither a running scan nor a failed pull ever sees half of one; a failed conversion
  * keeps the download, so pulling again (say after an upgrade) does not fetch it again.
  */

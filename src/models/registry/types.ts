@@ -75,4 +75,10 @@ export interface Resolution {
   format: ModelFormat | undefined;
   /** The response's `model` field: the name as requested ("id" or "id:step25"). */
   servedName: string;
+  /**
+   * Which directory `dir` was when scanned (registry.ts revisionOf): a model pulled again replaces
+   * its directory at the same path, and what was loaded from the old one must not serve the new
+   * one's requests.
+   */
+  revision: string;
 }
