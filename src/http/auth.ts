@@ -50,13 +50,10 @@ export function authenticate(keys: ApiKeys, acceptsApiKeyHeader: (path: string) 
     const compat = req.get("Compat-Project");
     const sdk = req.get("OpenAI-Project");
     try {
-      // Compat-Project wins when both are sent.
+      // Compat-Project wins when both are sent; each is still checked (a bad value is a 400, not ignored).
+      const fromSdk = sdk !== undefined ? parseOpenAIProjectHeader(sdk) : undefined;
       const { team, project } =
-        compat !== undefined
-          ? parseProjectHeader(compat)
-          : sdk !== undefined
-            ? parseOpenAIProjectHeader(sdk)
-            : { team: null, project: null };
+        compat !== undefined ? parseProjectHeader(compat) : (fromSdk ?? { team: null, project: null });
       req.caller = { keyId: key.id, team, project };
     } catch (err) {
       next(err);

@@ -127,8 +127,16 @@ def _parameters_not_object(tool) -> bool:
 
 def _breaks_messages_rules(body, path: str) -> bool:
     """The Messages routes' rules: tool_choice "tool" names one of tools; a tool_choice other
-    than none needs a served model with a tool parser (the synthetic model has none); a message's
-    prompt and max_tokens inside the model's context."""
+    than none needs a served model with a tool parser (the synthetic model has none); thinking
+    enabled needs one with a reasoning parser (it has none), and its budget_tokens below max_tokens;
+    a message's prompt and max_tokens inside the model's context."""
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        if body.get("model") == SERVED_MODEL:
+            return True
+        budget, most = thinking.get("budget_tokens"), body.get("max_tokens")
+        if _whole(budget) and _whole(most) and budget >= most:
+            return True
     if path == MESSAGES:
         asked = body.get("max_tokens") if _whole(body.get("max_tokens")) else 1
         prompt = _utf8_bytes(body.get("messages")) + _utf8_bytes(body.get("system")) + _utf8_bytes(body.get("tools"))

@@ -306,6 +306,11 @@ describe("project headers", () => {
         expect(e.message).toContain(header);
       });
 
+  it("a malformed OpenAI-Project is a 400 even beside a valid Compat-Project (which wins when both are valid)", async () => {
+    const r = await chat(h, tinyRequest(), { "Compat-Project": "a/b", "OpenAI-Project": "p\tq" });
+    expectApiError(r, 400, { param: "OpenAI-Project", type: "invalid_request_error" });
+  });
+
   it("a malformed header is refused on the other /v1 routes too", async () => {
     const headers = { Authorization: `Bearer ${h.key}`, "Compat-Project": "nope" };
     expectApiError(await get(h, "/v1/models", headers), 400, { param: "Compat-Project" });
