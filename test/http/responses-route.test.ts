@@ -51,6 +51,24 @@ describe("POST /v1/responses", () => {
     expect((await post({ ...base, model: "tiny", reasoning: { effort: null } })).status).toBe(200);
   });
 
+  it("answers a developer message alone; reasoning items alone are a 400 naming input", async () => {
+    const base = { model: "tiny", max_output_tokens: 1, store: false };
+    const developer = await post({
+      ...base,
+      input: [{ type: "message", role: "developer", content: "Be brief." }],
+    });
+    expect(developer.status, developer.text).toBe(200);
+    const reasoning = await post({
+      ...base,
+      instructions: "Be brief.",
+      input: [
+        { type: "reasoning", id: "rs_1", summary: [], content: [{ type: "reasoning_text", text: "hm" }] },
+      ],
+    });
+    expect(reasoning.status).toBe(400);
+    expect(reasoning.json!.error).toMatchObject({ param: "input" });
+  });
+
   it("streams named events numbered from 0, ending with response.completed and no [DONE]", async () => {
     const res = await fetch(`${h.url}/v1/responses`, {
       method: "POST",

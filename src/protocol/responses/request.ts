@@ -423,8 +423,9 @@ export function toChatRequest(
   const tools = wire.tools ?? [];
   const choice = wire.tool_choice ?? (tools.length > 0 ? "auto" : "none");
   const messages = chatMessages(wire.instructions, [...prior, ...input]);
-  // Reasoning items only carry an assistant turn's reasoning: alone they are no conversation.
-  if (messages.every((m) => m.role === "system"))
+  // Reasoning items only carry an assistant turn's reasoning: alone they are no conversation. A
+  // system or developer message alone is one, as in chat (OpenAI answers it too).
+  if (messages.length === (wire.instructions === undefined ? 0 : 1))
     throw invalidRequest(
       "input has no message or function call output to answer (reasoning items alone are none).",
       "input",
