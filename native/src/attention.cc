@@ -598,9 +598,15 @@ inline int PartialStride(int headDim) { return headDim + 2; }
 // sees; an 8-bit cache's tile is converted to floats once for all the queries (`tile`, room for
 // kPositionTile x headDim), which then read it from L1. scores holds `count` rows of
 // kPositionChunk floats (position j at j - first); partials[i] receives query i's partial.
+// Position j sits at row j - span.origin of keys and values, which hold span.rows rows from there
+// (a sliding window's ring: see RingSpan).
+struct CacheSpan {
+  int origin;
+  int rows;
+};
 template <typename T>
 void AttendChunk(const float* const* queries, const int* starts, const int* lengths, int count, int first, int end,
-                 const T* keys, const T* values, int headDim, float scale, bool avx, float* scores,
+                 const T* keys, const T* values, CacheSpan span, int headDim, float scale, bool avx, float* scores,
                  float* const* partials, float* tile) {
   const size_t D = static_cast<size_t>(headDim);
   const size_t stride = RowStride<T>(headDim);
@@ -612,15 +618,15 @@ void AttendChunk(const float* const* queries, const int* starts, const int* leng
     if constexpr (std::is_same_v<T, Q8>) {
 #ifdef ORTSERVE_X86_SIMD
       if (avx) {
-        DequantizeAvx2(cache + j * stride, n, headDim, tile);
+        DequantizeAvx2(cache + (j - span.origin) * stride, n, headDim, tile);
         return static_cast<const float*>(tile);
       }
 #endif
-      DequantizeScalar(cache + j * stride, n, headDim, tile);
+      DequantizeScalar(cache + (j - span.origin) * stride, n, headDim, tile);
       return static_cast<const float*>(tile);
     } else {
       (void)n;
-      return cache + j * stride;
+      return cache + (j - span.origin) * stride;
     }
   };
   auto forEachTile = [&](const T* cache, auto fn) {
@@ -653,13 +659,15 @@ void AttendChunk(const float* const* queries, const int* starts, const int* leng
 #ifdef ORTSERVE_X86_SIMD
   multiQuery = !std::is_same_v<T, float> && avx && gAvx512Vl && (std::is_same_v<T, Half> || headDim % 32 == 0);
 #endif
-  // Where the queries' reads begin and end: the kernels prefetch no further.
+  // Where the queries' reads begin and end: the kernels prefetch no further (nor past the rows
+  // the span holds from its origin).
   int readStart = end;
   int readEnd = 0;
   for (int i = 0; i < count; i++) {
     readStart = std::min(readStart, std::max(starts[i], first));
     readEnd = std::max(readEnd, lengths[i]);
   }
+  readEnd = std::min(readEnd, span.origin + span.rows);
   auto forEachRun = [&](auto fn) {
     for (int j0 = first; j0 < end; j0 += kPositionTile) {
       for (int i = 0; i < count;) {
@@ -678,13 +686,13 @@ void AttendChunk(const float* const* queries, const int* starts, const int* leng
     // covers, arrive while the keys are scored: a harness (see kStreamAhead) measured float16 16 x
     // 130 positions 82-84 -> 76-78 µs a layer, 1 x 1,584 52-53 -> 50-51, 1 x 100 9.6 -> 8.8; int8
     // the same either way.
-    PrefetchRange<2>(values + readStart * stride,
+    PrefetchRange<2>(values + (readStart - span.origin) * stride,
                      std::clamp(readEnd - readStart, 0, kStreamAhead) * stride * sizeof(T));
     if constexpr (!std::is_same_v<T, float>)
       forEachRun([&](int i, int r, int a, int n) {
         float* rows[kHeadsPerPass];
         for (int k = 0; k < r; k++) rows[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (a - first);
-        ScoresMultiQuery(r, queries + i, keys + a * stride, n, readEnd - a, headDim, scale, rows);
+        ScoresMultiQuery(r, queries + i, keys + (a - span.origin) * stride, n, readEnd - a, headDim, scale, rows);
       });
 #endif
   } else {
@@ -714,7 +722,7 @@ void AttendChunk(const float* const* queries, const int* starts, const int* leng
           weights[k] = scores + static_cast<size_t>(i + k) * kPositionChunk + (a - first);
           sums[k] = partials[i + k] + 2;
         }
-        AccumulateValuesMultiQuery(r, weights, values + a * stride, n, readEnd - a, headDim, sums);
+        AccumulateValuesMultiQuery(r, weights, values + (a - span.origin) * stride, n, readEnd - a, headDim, sums);
       });
 #endif
     return;
@@ -744,6 +752,13 @@ void MergePartials(const float* partials, int chunks, int stride, int headDim, f
   for (int d = 0; d < headDim; d++) out[d] *= inv;
 }
 
+// Whether a sliding-window layer's ring of `capacity` positions serves a step of `sequence` new
+// tokens per row: whole chunks (so none wraps), and room for the window before the step's first
+// token beside every token the step writes (they are all written before any is attended).
+bool RingCapacityFits(int capacity, int window, int sequence) {
+  return capacity % kPositionChunk == 0 && capacity >= window + sequence - 1;
+}
+
 template <typename T>
 const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache, const int32_t* seqlensK,
                       const int64_t* positions, const float* cosCache, const float* sinCache, float* out,
@@ -764,11 +779,21 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
   const bool avx = false;
 #endif
 
+  // A sliding-window layer's cache may be a ring (RingCapacityFits): position p at row p % capacity.
+  const bool ring = s.window > 0;
+  auto slotOf = [&](int position) { return ring ? position % s.capacity : position; };
+  // Where chunk c's positions sit: a ring's capacity is a whole number of chunks, so no chunk wraps.
+  auto spanOf = [&](int c) {
+    const int first = c * kPositionChunk;
+    return CacheSpan{first - slotOf(first), s.capacity};
+  };
   // Each row's new tokens follow its cached ones: past = length after this step - new tokens.
   std::vector<int> past(s.batch);
   for (int b = 0; b < s.batch; b++) {
     const int64_t total = static_cast<int64_t>(seqlensK[b]) + 1;
-    if (total < s.sequence || total > s.capacity) return "seqlens_k is outside the cache";
+    if (total < s.sequence) return "seqlens_k is outside the cache";
+    if (total > s.capacity && !(ring && RingCapacityFits(s.capacity, s.window, s.sequence)))
+      return "seqlens_k is outside the cache";
     past[b] = static_cast<int>(total - s.sequence);
   }
   for (int64_t i = 0; i < static_cast<int64_t>(s.batch) * s.sequence; i++)
@@ -782,7 +807,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
     thread_local std::vector<float> rotated;
     rotated.resize(D);
     const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan +
-                            static_cast<size_t>(past[b] + t) * RowStride<T>(s.headDim);
+                            static_cast<size_t>(slotOf(past[b] + t)) * RowStride<T>(s.headDim);
     RotateRow(in + (s.heads + g) * D, rotated.data(), s.headDim, cosCache + pos * half, sinCache + pos * half, avx);
     StoreCacheRow(rotated.data(), keyCache + cacheRow, s.headDim, avx);
     StoreCacheRow(in + (s.heads + s.kvHeads + g) * D, valueCache + cacheRow, s.headDim, avx);
@@ -844,7 +869,8 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       if (item + 1 < firstItem[s.batch]) {
         const DecodeItem next = decodeItem(item + 1);
         const size_t at = (static_cast<size_t>(next.b) * s.kvHeads + next.g) * rowSpan +
-                          static_cast<size_t>(firstChunk[next.b] + next.c) * kPositionChunk * RowStride<T>(s.headDim);
+                          static_cast<size_t>(slotOf((firstChunk[next.b] + next.c) * kPositionChunk)) *
+                              RowStride<T>(s.headDim);
         PrefetchRange<2>(keyCache + at, kPrefetchBytes);
         PrefetchRange<2>(valueCache + at, kPrefetchBytes);
       }
@@ -871,8 +897,8 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       const size_t cacheRow = (static_cast<size_t>(b) * s.kvHeads + g) * rowSpan;
       const int chunk = firstChunk[b] + c;
       AttendChunk(queryRows, starts, lengths, group, chunk * kPositionChunk,
-                  std::min(length, (chunk + 1) * kPositionChunk), keyCache + cacheRow, valueCache + cacheRow, s.headDim,
-                  s.scale, avx, scores.data(), partialRows, tile.data());
+                  std::min(length, (chunk + 1) * kPositionChunk), keyCache + cacheRow, valueCache + cacheRow,
+                  spanOf(chunk), s.headDim, s.scale, avx, scores.data(), partialRows, tile.data());
       if (chunks[b] == 1)
         for (int i = 0; i < group; i++)
           MergePartials(partialRows[i], 1, stride, s.headDim,
@@ -929,7 +955,7 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
       for (int i = 0; i < count; i++) partialRows[i] = partialStore.data() + (static_cast<size_t>(i) * chunkCount + c) * stride;
       AttendChunk(queryRows, starts, lengths, count, c * kPositionChunk,
                   std::min(lengths[count - 1], (c + 1) * kPositionChunk), keyCache + cacheRow, valueCache + cacheRow,
-                  s.headDim, s.scale, avx, scores.data(), partialRows, tile.data());
+                  spanOf(c), s.headDim, s.scale, avx, scores.data(), partialRows, tile.data());
     }
     for (int i = 0; i < count; i++) {
       const size_t token = static_cast<size_t>(b) * s.sequence + first + i;
@@ -938,6 +964,41 @@ const char* Attention(const AttentionShape& s, const float* qkv, T* keyCache, T*
                     ChunksOf(lengths[i]) - firstChunk, stride, s.headDim, out + (token * s.heads + h) * D);
     }
   });
+  return nullptr;
+}
+
+// Attention, a sliding-window layer's ring permitting: a step with more new tokens per row than
+// its ring holds beside the window is attended row by row, in pieces that fit, each piece's keys
+// and values written before it is attended, as the whole step's are otherwise. A token's output is
+// the same bits either way (it depends on its own query and the positions it sees, not on which
+// tokens share its pass).
+template <typename T>
+const char* AttentionInPieces(const AttentionShape& s, const float* qkv, T* keyCache, T* valueCache,
+                              const int32_t* seqlensK, const int64_t* positions, const float* cosCache,
+                              const float* sinCache, float* out, const ParallelFor& parallelFor) {
+  bool wraps = false;
+  for (int b = 0; b < s.batch; b++) wraps = wraps || static_cast<int64_t>(seqlensK[b]) + 1 > s.capacity;
+  const int most = s.capacity - s.window + 1;
+  if (s.window <= 0 || !wraps || s.sequence <= most)
+    return Attention(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out, parallelFor);
+  if (most < 1) return "the sliding window is longer than the cache holds";
+  const size_t packed = static_cast<size_t>(s.heads + 2 * s.kvHeads) * s.headDim;
+  const size_t outWidth = static_cast<size_t>(s.heads) * s.headDim;
+  const size_t cacheRow = static_cast<size_t>(s.kvHeads) * s.capacity * RowStride<T>(s.headDim);
+  for (int b = 0; b < s.batch; b++) {
+    const int past = seqlensK[b] + 1 - s.sequence;
+    for (int t0 = 0; t0 < s.sequence; t0 += most) {
+      AttentionShape piece = s;
+      piece.batch = 1;
+      piece.sequence = std::min(most, s.sequence - t0);
+      const int32_t length = past + t0 + piece.sequence - 1;
+      const size_t token = static_cast<size_t>(b) * s.sequence + t0;
+      if (const char* problem =
+              Attention(piece, qkv + token * packed, keyCache + b * cacheRow, valueCache + b * cacheRow, &length,
+                        positions + token, cosCache, sinCache, out + token * outWidth, parallelFor))
+        return problem;
+    }
+  }
   return nullptr;
 }
 
@@ -985,7 +1046,7 @@ const char* RaggedAttention(const AttentionShape& s, const float* qkv, T* keyCac
     lengths.resize(rows);
     for (int i = 0; i < rows; i++)
       lengths[i] = static_cast<int32_t>(positions[first + static_cast<int64_t>(i + 1) * sequence - 1]);
-    return Attention(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
+    return AttentionInPieces(part, qkv + first * packed, keyCache + row0 * cacheRow, valueCache + row0 * cacheRow,
                      lengths.data(), positions + first, cosCache, sinCache, out + first * outWidth, parallelFor);
   };
   for (size_t i = 0; i < runs.size();) {
@@ -1007,7 +1068,8 @@ const char* Dispatch(const AttentionShape& s, const float* qkv, T* keyCache, T* 
                      const int64_t* positions, const float* cosCache, const float* sinCache, float* out,
                      const ParallelFor& parallelFor, const int64_t* tokenRows, int64_t tokens) {
   if (tokenRows == nullptr)
-    return Attention(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out, parallelFor);
+    return AttentionInPieces(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out,
+                             parallelFor);
   return RaggedAttention(s, qkv, keyCache, valueCache, seqlensK, positions, cosCache, sinCache, out, parallelFor,
                          tokenRows, tokens);
 }

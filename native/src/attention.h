@@ -25,7 +25,9 @@ struct AttentionShape {
   float scale = 0;
   // Sliding window: a token sees only the `window` positions ending at its own (its own included,
   // llama.cpp's n_swa; GroupQueryAttention's local_window_size) and no earlier position is read.
-  // 0: every position.
+  // 0: every position. With a window the cache is a ring: position p is kept at row p % capacity,
+  // so a row may grow past capacity when capacity is a multiple of 256 and at least the window
+  // (a step with more new tokens than capacity - window + 1 is attended in pieces that fit).
   int window = 0;
 };
 

@@ -10,6 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readModelConfig } from "../../src/core/model/model-config.ts";
+import { ringPositions } from "../../src/core/runner/kv-slots.ts";
+import { nativeSessions } from "../../src/core/runner/native-session.ts";
+import { Engine } from "../../src/engine/engine.ts";
 import { hyperparametersFromHfConfig, readHyperparameters } from "../../src/models/convert/architectures.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
 import { convertSafetensors } from "../../src/models/convert/convert-safetensors.ts";
@@ -139,6 +142,84 @@ describe.each(Object.entries(SYNTHETIC_ROWS))("architecture row %s against llama
         expect(relativeMaxError(all, narrow)).toBeGreaterThan(1e-2);
       } finally {
         await wideModel.release();
+      }
+    },
+  );
+
+  it.runIf(row.slidingWindow !== undefined && nativeSessions !== undefined)(
+    "past the local layers' rings (700 positions, rings of 256): the whole cache's floats, and llama.cpp's logits",
+    async () => {
+      const long = { ...row, contextLength: 1024 };
+      const longGguf = writeRowGguf(join(root, `${name}-long.gguf`), long);
+      const longDir = join(root, `${name}-long`);
+      await convertGguf(longGguf, longDir, { format: "fp32" });
+      // 64-token prompt chunks: a local layer's ring is ringPositions(7, 64) = 256 positions; with
+      // the whole context in one chunk no ring is shorter than the context.
+      expect(ringPositions(row.slidingWindow!, 64)).toBe(256);
+      expect(ringPositions(row.slidingWindow!, 1024)).toBeGreaterThan(1024);
+      const ringed = await openOrtCandidate(longDir, "fp32", 1, "auto", 64);
+      const whole = await openOrtCandidate(longDir, "fp32", 1, "auto", 1024);
+      const longReference = await LlamaReference.load(longGguf, { threads: 1, contextSize: 1024 });
+      try {
+        const prompt = Array.from({ length: 680 }, (_, i) => PROMPT[i % PROMPT.length]! + (i % 7));
+        const greedy = await longReference.greedy(prompt, 20);
+        const tokens = [...prompt, ...greedy];
+        const ours = await ringed.teacherForced(tokens);
+        expect(relativeErrors(ours, await whole.teacherForced(tokens))).toEqual({ max: 0, mean: 0 });
+        // Over 700 positions GeGLU's binary16 steps (see MAX_ERROR) move a few more logits, with
+        // the whole cache as with the rings; the mean stays at float rounding.
+        const errors = relativeErrors(ours, await longReference.logitRows(tokens));
+        expect(errors.max).toBeLessThan(1e-4);
+        expect(errors.mean).toBeLessThan(1e-6);
+        expect(await ringed.greedy!(prompt, greedy.length)).toEqual(greedy);
+        // The local layers held their rings, not all 700 positions: under half a whole cache.
+        const { bytes, bytesPerToken } = await ringed.cacheBytes();
+        expect(bytes).toBeLessThan(0.5 * tokens.length * bytesPerToken);
+
+        // With the prefix cache: blocks saved after each 64-token pass are whole in the rings, so
+        // the same prompt again starts from its cached blocks and decodes the same tokens.
+        const engine = await Engine.open({
+          modelsDir: root,
+          format: "fp32",
+          workers: 1,
+          threads: 1,
+          prefillChunk: 64,
+          prefixCacheBytes: 64 << 20,
+        });
+        try {
+          const request = {
+            model: `${name}-long`,
+            prompt: { tokenIds: prompt },
+            params: { maxTokens: greedy.length, sampling: { temperature: 0 } },
+          };
+          const first = await engine.generate(request);
+          const again = await engine.generate(request);
+          expect(first.choices[0]!.tokenIds).toEqual(greedy);
+          expect(again.choices[0]!.tokenIds).toEqual(greedy);
+          expect(first.cachedTokens).toBe(0);
+          expect(again.cachedTokens).toBe(Math.floor((prompt.length - 1) / 16) * 16);
+          // A prompt sharing only the first 160 tokens starts from ten early blocks, which its next
+          // tokens' windows read: saved while the rings still held them, they give the floats the
+          // whole computation gives (logprobs to the bit) and llama.cpp's tokens.
+          const other = [...prompt.slice(0, 160), 77, 78];
+          const scored = {
+            model: `${name}-long`,
+            prompt: { tokenIds: other },
+            params: { maxTokens: 4, sampling: { temperature: 0 }, logprobs: 3 },
+          };
+          const shared = await engine.generate(scored);
+          expect(shared.cachedTokens).toBe(160);
+          const fresh = await whole.generateResult!(scored);
+          expect(shared.choices[0]!.tokenIds).toEqual(fresh.choices[0]!.tokenIds);
+          expect(shared.choices[0]!.logprobs).toEqual(fresh.choices[0]!.logprobs);
+          expect(shared.choices[0]!.tokenIds).toEqual(await longReference.greedy(other, 4));
+        } finally {
+          await engine.close();
+        }
+      } finally {
+        await ringed.release();
+        await whole.release();
+        await longReference.dispose();
       }
     },
   );

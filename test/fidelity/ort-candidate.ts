@@ -10,12 +10,16 @@ import { readModelConfig } from "../../src/core/model/model-config.ts";
 import { type ModelFormat, weightPath } from "../../src/core/model/model-files.ts";
 import type { EngineRuntime, EngineStats } from "../../src/core/step/engine-core.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
-import { Engine } from "../../src/engine/engine.ts";
+import { Engine, type GenerateRequest, type GenerateResult } from "../../src/engine/engine.ts";
 import type { Candidate } from "./compare.ts";
 
 export interface OrtCandidate extends Candidate {
   /** What the engine's session was built with, and its cache's element type (after a first request). */
   runtime(): Promise<EngineRuntime & { kvCacheDtype: EngineStats["kvCacheDtype"] }>;
+  /** The KV cache's bytes now and the bytes of one position in every layer. */
+  cacheBytes(): Promise<{ bytes: number; bytesPerToken: number }>;
+  /** A generation request on this candidate's engine, as Engine.generate answers it. */
+  generateResult?(req: GenerateRequest): Promise<GenerateResult>;
   release(): Promise<void>;
 }
 
@@ -28,6 +32,8 @@ export async function openOrtCandidate(
   format: ModelFormat,
   intraOpThreads = 2,
   kvCacheDtype: KvCacheDtypeSetting = "auto",
+  /** Prompt tokens per forward pass; default: the whole context (a sequence in one pass). */
+  prefillChunk?: number,
 ): Promise<OrtCandidate> {
   const { vocabSize, maxPositions } = readModelConfig(modelDir).decoder;
   const engine = await Engine.open({
@@ -37,7 +43,7 @@ export async function openOrtCandidate(
     threads: intraOpThreads,
     kvCacheDtype,
     // Each sequence in one forward pass, and nothing reused between cases.
-    prefillChunk: maxPositions,
+    prefillChunk: prefillChunk ?? maxPositions,
     prefixCacheBytes: 0,
   });
   const model = basename(modelDir);
@@ -58,6 +64,11 @@ export async function openOrtCandidate(
     async runtime() {
       const stats = Object.values(await engine.stats()) as EngineStats[];
       return { ...stats[0]!.runtime, kvCacheDtype: stats[0]!.kvCacheDtype };
+    },
+    generateResult: (req) => engine.generate(req),
+    async cacheBytes() {
+      const stats = Object.values(await engine.stats()) as EngineStats[];
+      return { bytes: stats[0]!.kvBytes, bytesPerToken: stats[0]!.kvBytesPerToken };
     },
     release: () => engine.close(),
   };

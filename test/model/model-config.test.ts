@@ -24,7 +24,16 @@ describe("parseDecoderConfig", () => {
       eosTokenIds: [2],
       bosTokenId: 1,
       maxPositions: 8192,
+      layerWindows: new Array(30).fill(0),
     });
+  });
+  it("reads each layer's sliding window from sliding_window and layer_types", () => {
+    const layers = ["sliding_attention", "full_attention", "sliding_attention"];
+    const cfg = { ...base, num_hidden_layers: 3, sliding_window: 512, layer_types: layers };
+    expect(parseDecoderConfig(cfg).layerWindows).toEqual([512, 0, 512]);
+    // A window without layer kinds (Qwen2's unused sliding_window) leaves every layer global.
+    expect(parseDecoderConfig({ ...base, sliding_window: 4096 }).layerWindows).toEqual(new Array(30).fill(0));
+    expect(() => parseDecoderConfig({ ...cfg, layer_types: layers.slice(1) })).toThrow(/layer_types/);
   });
   it("merges eos ids from generation_config", () => {
     expect(parseDecoderConfig(base, { eos_token_id: [2, 7] }).eosTokenIds).toEqual([2, 7]);

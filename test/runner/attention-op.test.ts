@@ -31,12 +31,17 @@ function halfRounded(x: Float32Array): Float32Array {
   return Float32Array.from(new Float16Array(x));
 }
 
-/** `localWindow`: GroupQueryAttention's local_window_size (positions a token sees, its own included). */
-function writeGraph(dir: string, localWindow = -1): string {
-  const external = new ExternalDataFile(join(dir, `attention${localWindow}.onnx_data`));
+/**
+ * `localWindow`: GroupQueryAttention's local_window_size (positions a token sees, its own
+ * included); `capacity`: the cache's positions (a sliding window's ring may hold fewer than the
+ * rotary caches' CAPACITY).
+ */
+function writeGraph(dir: string, localWindow = -1, capacity = CAPACITY): string {
+  const name = `attention${localWindow}-${capacity}`;
+  const external = new ExternalDataFile(join(dir, `${name}.onnx_data`));
   const g = new GraphBuilder(external);
   const query = g.input("query", F, ["batch", "sequence", PACKED]);
-  const cacheShape = ["batch", KV_HEADS, CAPACITY, HEAD_DIM];
+  const cacheShape = ["batch", KV_HEADS, capacity, HEAD_DIM];
   const pastKey = g.input("past_key_values.0.key", F, cacheShape);
   const pastValue = g.input("past_key_values.0.value", F, cacheShape);
   const seqlensK = g.input("seqlens_k", OnnxDataType.INT32, ["batch"]);
@@ -68,7 +73,7 @@ function writeGraph(dir: string, localWindow = -1): string {
   g.output("present.0.key", F, cacheShape);
   g.output("present.0.value", F, cacheShape);
   external.close();
-  const path = join(dir, `attention${localWindow}.onnx`);
+  const path = join(dir, `${name}.onnx`);
   writeFileSync(path, g.encode({ producerVersion: "test" }));
   return path;
 }
@@ -426,6 +431,102 @@ describe.skipIf(!nativeSessions)("ortserve attention operator with a sliding win
     }
     const got = floats((await runAll(sessions.float32!, poisoned)).attn!);
     expect(Buffer.from(got.buffer).equals(Buffer.from(want.buffer))).toBe(true);
+  });
+
+  describe("with the cache a ring of 512 positions", () => {
+    const RING = 512;
+    let ring: NativeDecoderSession;
+    beforeAll(() => {
+      ring = nativeSessions!.create(writeGraph(dir, LOCAL_WINDOW, RING), {
+        intraOpThreads: 2,
+        interOpThreads: 1,
+        cachedAttention: true,
+        kvCacheDtype: "float32",
+      });
+    });
+    afterAll(async () => {
+      await ring?.release();
+    });
+
+    /** Row b's positions [past - RING, past) of a linear cache, each at row position % RING. */
+    function asRing(t: Tensor, past: number[]): Tensor {
+      const x = floats(t);
+      const out = new Float32Array(past.length * KV_HEADS * RING * HEAD_DIM);
+      for (const [b, length] of past.entries())
+        for (let h = 0; h < KV_HEADS; h++)
+          for (let p = Math.max(0, length - RING); p < length; p++) {
+            const from = ((b * KV_HEADS + h) * CAPACITY + p) * HEAD_DIM;
+            out.set(x.subarray(from, from + HEAD_DIM), ((b * KV_HEADS + h) * RING + (p % RING)) * HEAD_DIM);
+          }
+      return new Tensor("float32", out, [past.length, KV_HEADS, RING, HEAD_DIM]);
+    }
+
+    const ringSteps: [string, number[], number][] = [
+      ["ragged decode steps, rows past the ring and inside it", [1000, 700, 511, 5], 1],
+      ["a prefill chunk that wraps the ring", [700, 490], 40],
+      ["a prefill chunk longer than the ring holds beside the window (attended in pieces)", [300], 600],
+    ];
+    for (const [name, past, sequence] of ringSteps)
+      it(`gives the same floats as the whole cache, and keeps each row's last positions: ${name}`, async () => {
+        const f = feeds(past, sequence, past.length * 29 + sequence, false);
+        const want = await runAll(sessions.float32!, f);
+        const got = await runAll(ring, {
+          ...f,
+          "past_key_values.0.key": asRing(f["past_key_values.0.key"]!, past),
+          "past_key_values.0.value": asRing(f["past_key_values.0.value"]!, past),
+        });
+        expect(relativeGap(floats(want.attn!), floats(got.attn!)), "attention output").toBe(0);
+        const after = past.map((p) => p + sequence);
+        for (const kind of ["key", "value"]) {
+          // Compared where the ring holds live positions: each row's last min(length, RING).
+          const wantHeld = heldRing(asRing(want[`present.0.${kind}`]!, after), after);
+          const gotHeld = heldRing(got[`present.0.${kind}`]!, after);
+          expect(relativeGap(wantHeld, gotHeld), `present ${kind}`).toBe(0);
+        }
+      });
+
+    /** The ring rows each row's last min(length, RING) positions occupy. */
+    function heldRing(t: Tensor, lengths: number[]): Float32Array {
+      const x = floats(t);
+      const parts: number[] = [];
+      for (const [b, length] of lengths.entries())
+        for (let h = 0; h < KV_HEADS; h++)
+          for (let p = Math.max(0, length - RING); p < length; p++) {
+            const at = ((b * KV_HEADS + h) * RING + (p % RING)) * HEAD_DIM;
+            parts.push(...x.subarray(at, at + HEAD_DIM));
+          }
+      return Float32Array.from(parts);
+    }
+
+    it("refuses a row past a ring that is not a whole number of 256-position chunks", async () => {
+      const odd = nativeSessions!.create(writeGraph(dir, LOCAL_WINDOW, 500), {
+        intraOpThreads: 1,
+        interOpThreads: 1,
+        cachedAttention: true,
+        kvCacheDtype: "float32",
+      });
+      try {
+        const f = feeds([600], 1, 11, false);
+        const cacheDims = [1, KV_HEADS, 500, HEAD_DIM];
+        await expect(
+          runAll(odd, {
+            ...f,
+            "past_key_values.0.key": new Tensor(
+              "float32",
+              new Float32Array(KV_HEADS * 500 * HEAD_DIM),
+              cacheDims,
+            ),
+            "past_key_values.0.value": new Tensor(
+              "float32",
+              new Float32Array(KV_HEADS * 500 * HEAD_DIM),
+              cacheDims,
+            ),
+          }),
+        ).rejects.toThrow(/seqlens_k is outside the cache/);
+      } finally {
+        await odd.release();
+      }
+    });
   });
 
   for (const dtype of ["float32", "float16", "int8"])

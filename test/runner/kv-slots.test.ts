@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { KvBlock } from "../../src/core/runner/kv-rows.ts";
-import { cacheRowElements, KvSlots, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
+import { cacheRowElements, KvSlots, ringPositions, SHRINK_GRACE_MS } from "../../src/core/runner/kv-slots.ts";
 import { nativeSessions } from "../../src/core/runner/native-session.ts";
 
 const shape = { layers: 2, kvHeads: 3, headDim: 4 };
@@ -377,5 +377,76 @@ describe("KvSlots with the budget reserved up front (the native session's cache)
     const before = positions(kv, 1, 5);
     kv.ensurePositions(300);
     expect(positions(kv, 1, 5)).toEqual(before);
+  });
+});
+
+describe("KvSlots with sliding-window layers (rings)", () => {
+  // Layer 0 a window of 20 (its ring: ringPositions(20, 64) = 256 positions), layer 1 global.
+  const ringShape = { layers: 2, kvHeads: 2, headDim: 4, windows: [20, 0] };
+  const make = () =>
+    new KvSlots(ringShape, { maxRows: 4, maxPositions: 1024, reserve: true, stepTokens: 64 });
+  /** Writes position p of every row/head/buffer as it would be written: the ring's at p % 256. */
+  function write(kv: KvSlots, row: number, from: number, to: number): void {
+    const { feeds } = kv.bind(0, row + 1);
+    Object.values(feeds).forEach((t, b) => {
+      const span = t.dims[2]!;
+      const data = t.data as Float32Array;
+      for (let h = 0; h < 2; h++)
+        for (let p = from; p < to; p++)
+          for (let d = 0; d < 4; d++)
+            data[((row * 2 + h) * span + (p % span)) * 4 + d] = row * 100000 + b * 10000 + p + d / 10;
+    });
+  }
+  /** Position p of a row, every buffer and head, read where the kernel reads it. */
+  function read(kv: KvSlots, row: number, p: number): number[] {
+    const { feeds } = kv.bind(0, row + 1);
+    return Object.values(feeds).flatMap((t) => {
+      const span = t.dims[2]!;
+      const data = t.data as Float32Array;
+      return [0, 1].flatMap((h) => [
+        ...data.subarray(
+          ((row * 2 + h) * span + (p % span)) * 4,
+          ((row * 2 + h) * span + (p % span)) * 4 + 4,
+        ),
+      ]);
+    });
+  }
+
+  it("binds a window layer as a ring of 256 positions and a global one whole, and counts their bytes so", () => {
+    expect(ringPositions(20, 64)).toBe(256);
+    const kv = make();
+    const { feeds } = kv.bind(0, 1);
+    expect(feeds["past_key_values.0.key"]!.dims).toEqual([1, 2, 256, 4]);
+    expect(feeds["past_key_values.1.key"]!.dims).toEqual([1, 2, 1024, 4]);
+    expect(kv.retainedPositions).toBe(256);
+    kv.reserve(1, 1024);
+    // Per row and head: 256 + 1024 positions of 16 bytes, for key and value.
+    expect(kv.bytes).toBe(2 * 2 * (256 + 1024) * 16);
+    // A cache grown on demand (onnxruntime-node's session) keeps every position: no rings.
+    const grown = new KvSlots(ringShape, { maxRows: 4, maxPositions: 1024, stepTokens: 64 });
+    expect(grown.retainedPositions).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("saves a block where the ring holds it, loads it back, and copies and moves whole rings", () => {
+    const kv = make();
+    write(kv, 0, 0, 700);
+    const want = [650, 690, 699].map((p) => read(kv, 0, p));
+    // [496, 512) sits at the ring's end, [512, 528) at its start, [506, 522) wraps around it.
+    for (const start of [496, 512, 506, 672]) {
+      const block = kv.saveBlock(0, start, 16);
+      kv.loadBlock(block, 2, start);
+      for (let p = start; p < start + 16; p++) expect(read(kv, 2, p)).toEqual(read(kv, 0, p));
+    }
+    kv.copyRow(0, 1, 700);
+    expect([650, 690, 699].map((p) => read(kv, 1, p))).toEqual(want);
+    kv.moveRows([{ from: 1, to: 3, length: 700 }]);
+    expect([650, 690, 699].map((p) => read(kv, 3, p))).toEqual(want);
+    // The global layer kept position 10; the ring's slot 10 now holds position 522.
+    expect(read(kv, 3, 10).slice(8)).toEqual(read(kv, 0, 10).slice(8));
+  });
+
+  it("refuses to read more positions than a ring holds from anywhere but a row's start", () => {
+    const kv = make();
+    expect(() => kv.saveBlock(0, 16, 300)).toThrow(/not all in a ring of 256/);
   });
 });

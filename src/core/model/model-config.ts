@@ -14,6 +14,13 @@ export interface DecoderConfig {
   eosTokenIds: number[];
   bosTokenId?: number;
   maxPositions: number;
+  /**
+   * Per layer, the sliding window it attends within (positions, its own included), 0 for a
+   * global layer: config.json's `sliding_window` on the layers `layer_types` names
+   * "sliding_attention" (gemma3's five local layers of six). Without layer_types, every layer is
+   * read as global (the cache then holds every position of every layer, which is always correct).
+   */
+  layerWindows: number[];
 }
 
 /** Sampling defaults from generation_config.json (absent keys fall back to vLLM's). */
@@ -71,7 +78,18 @@ export function parseDecoderConfig(cfg: Json, gen: Json = {}): DecoderConfig {
     eosTokenIds: collectIds(gen.eos_token_id, cfg.eos_token_id),
     bosTokenId: typeof bos === "number" ? bos : undefined,
     maxPositions: requireInt(cfg, "max_position_embeddings"),
+    layerWindows: layerWindows(cfg, requireInt(cfg, "num_hidden_layers")),
   };
+}
+
+function layerWindows(cfg: Json, layers: number): number[] {
+  const window = cfg.sliding_window;
+  const kinds = cfg.layer_types;
+  if (typeof window !== "number" || !Number.isInteger(window) || window <= 0 || !Array.isArray(kinds))
+    return new Array<number>(layers).fill(0);
+  if (kinds.length !== layers)
+    throw new Error(`config.json: "layer_types" names ${kinds.length} layers, but there are ${layers}`);
+  return kinds.map((kind) => (kind === "sliding_attention" ? window : 0));
 }
 
 export function parseGenerationDefaults(gen: Json): GenerationDefaults {

@@ -80,14 +80,20 @@ export class BatchLayout {
     });
   }
 
-  /** After the pass: complete prompts' blocks the prefix cache does not hold yet. */
+  /**
+   * After the pass: the blocks prompts have complete that the prefix cache does not hold yet. A
+   * block a sliding-window layer's ring no longer holds whole is not saved (the scheduler asks
+   * after every pass, so with rings sized by ringPositions none is lost).
+   */
   savePrefixes(plan: LayoutPlan): void {
     const cache = this.prefixCache;
     if (!cache) return;
     for (const { slot, keys } of plan.prefixSaves) {
       const row = this.rows.indexOf(slot);
+      const oldest = (this.held.get(slot) ?? 0) - this.kv.retainedPositions;
       keys.forEach((key, i) => {
-        if (!cache.has(key)) cache.insert(key, this.kv.saveBlock(row, i * PREFIX_BLOCK, PREFIX_BLOCK));
+        if (i * PREFIX_BLOCK >= oldest && !cache.has(key))
+          cache.insert(key, this.kv.saveBlock(row, i * PREFIX_BLOCK, PREFIX_BLOCK));
       });
     }
   }

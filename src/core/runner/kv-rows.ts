@@ -34,6 +34,11 @@ export interface KvRows {
   readonly bytesPerToken: number;
   /** The element type the cache holds its values in. */
   readonly dtype: KvDtype;
+  /**
+   * Positions a row keeps in every layer (a sliding-window layer's ring holds its last ones;
+   * Infinity: all). A block can be saved only from a row's last `retainedPositions` positions.
+   */
+  readonly retainedPositions: number;
   /** Copies the first `length` positions of row `from` into row `to` (forks, compaction). */
   copyRow(from: number, to: number, length: number): void;
   /** Several copies at once: every source is read before any destination is written (beam forks). */

@@ -17,11 +17,15 @@
  * Either way memory is given back once far more is held than the live rows use, for a while.
  * Rows are sequences. Batch dimension = leading rows, so rows [0, n) form one contiguous tensor.
  *
- * Debt: a sliding-window layer (gemma3's five local layers of six) holds every position like a
- * global one, though its attention reads only the window's; correct, prefix cache included, but a
- * ring of the window's positions would take ~5/6 of a long context's cache memory back.
+ * A sliding-window layer (gemma3's five local layers of six) of a reserved cache is a ring: it holds
+ * only its window and a step's new positions beside it (`ringPositions`, a whole number of the
+ * attention kernel's 256-position chunks), position p at p % ring (native/src/attention.h), so a
+ * long context's cache is mostly its global layers'. Copies, saved blocks and moves read each ring
+ * layer's positions where they sit; a saved block must still be in its rings when saved (the
+ * prefix cache saves blocks after the pass that completes them, see BatchLayout.savePrefixes).
  */
 import { Tensor } from "onnxruntime-node";
+import { PREFIX_BLOCK } from "../cache/prefix-cache.ts";
 import type { CacheTensors, DecoderSession } from "./decoder-session.ts";
 import { type KvArray, KvBlockPool } from "./kv-block-pool.ts";
 import type { KvBlock, KvDtype, KvRows, RowMove } from "./kv-rows.ts";
@@ -84,6 +88,20 @@ export interface KvShape {
   layers: number;
   kvHeads: number;
   headDim: number;
+  /** Per layer, its sliding window (positions), 0 or absent for a global layer. */
+  windows?: readonly number[];
+}
+
+/** The attention kernel's chunk: a ring holds a whole number of them, so none wraps. */
+const RING_CHUNK = 256;
+
+/**
+ * Positions a sliding-window layer's ring holds: its window, one step's new tokens (all are written
+ * before any is attended), and a prefix block, so the blocks a step completes are still whole when
+ * saved after it.
+ */
+export function ringPositions(window: number, stepTokens: number): number {
+  return Math.ceil((window + stepTokens + PREFIX_BLOCK) / RING_CHUNK) * RING_CHUNK;
 }
 
 export interface KvSlotsOptions {
@@ -100,6 +118,12 @@ export interface KvSlotsOptions {
   now?: () => number;
   /** Called with each reservation as it is made (the native session keeps huge pages off it). */
   onReserve?: (memory: KvArray) => void;
+  /**
+   * Most new tokens a row takes in one prompt step (the engine's prefill chunk): with a reserved
+   * cache, sliding-window layers become rings of ringPositions(window, stepTokens) positions.
+   * Without it every layer holds every position.
+   */
+  stepTokens?: number;
 }
 
 export class KvSlots implements KvRows {
@@ -126,6 +150,8 @@ export class KvSlots implements KvRows {
   private readonly onReserve: ((memory: KvArray) => void) | undefined;
   /** When the cache was first seen holding far more than its need, undefined while it does not. */
   private oversizedSince: number | undefined;
+  /** Per layer, the positions its buffers hold at most: a ring's, or Infinity (every position). */
+  private readonly rings: number[];
   /** Saved blocks' memory, by block length in positions. */
   private readonly blockPools = new Map<number, KvBlockPool>();
   /** The last rows bound, and over which buffers: reused while nothing changed. */
@@ -146,6 +172,13 @@ export class KvSlots implements KvRows {
     this.heldRows = 0;
     this.heldPositions = 0;
     this.reserved = options.reserve ?? false;
+    const step = options.stepTokens;
+    this.rings = Array.from({ length: shape.layers }, (_, l) => {
+      const window = shape.windows?.[l] ?? 0;
+      if (!this.reserved || !step || window <= 0) return Number.POSITIVE_INFINITY;
+      const ring = ringPositions(window, step);
+      return ring < this.maxPositions ? ring : Number.POSITIVE_INFINITY;
+    });
     try {
       this.buffers = this.reserved ? this.allocate(this.rows, this.positions) : [];
     } catch (err) {
@@ -169,12 +202,53 @@ export class KvSlots implements KvRows {
    * alone could be small enough for the allocator to take from, and zero, its heap).
    */
   private allocate(rows: number, positions: number): KvArray[] {
-    const count = this.shape.layers * 2;
-    const each = rows * this.rowFloats(positions);
-    if (!this.reserved) return Array.from({ length: count }, () => this.array(each));
-    const all = this.array(count * each);
+    const sizes = Array.from(
+      { length: this.shape.layers * 2 },
+      (_, b) => rows * this.rowFloats(this.spanOf(b, positions)),
+    );
+    if (!this.reserved) return sizes.map((n) => this.array(n));
+    const all = this.array(sizes.reduce((a, n) => a + n, 0));
     this.onReserve?.(all);
-    return Array.from({ length: count }, (_, i) => all.subarray(i * each, (i + 1) * each));
+    let at = 0;
+    return sizes.map((n) => {
+      at += n;
+      return all.subarray(at - n, at);
+    });
+  }
+
+  /** Positions buffer b (layer b >> 1's key or value) holds per row and head, for a shape of `positions`. */
+  private spanOf(buffer: number, positions = this.positions): number {
+    return Math.min(positions, this.rings[buffer >> 1]!);
+  }
+
+  /**
+   * Where positions [start, start + length) of buffer b sit in a row's span, as runs of
+   * [first slot, count]: in place, or in a ring at position % ring (in two runs where they wrap; a
+   * ring's every slot once when asked for more positions than it holds, as a whole row's copy is).
+   */
+  private slotRuns(buffer: number, start: number, length: number): [number, number][] {
+    const ring = this.rings[buffer >> 1]!;
+    if (ring === Number.POSITIVE_INFINITY) return [[start, length]];
+    if (length >= ring) {
+      if (start !== 0)
+        throw new Error(`KV cache: positions [${start}, ${start + length}) are not all in a ring of ${ring}`);
+      return [[0, ring]];
+    }
+    const first = start % ring;
+    return first + length <= ring
+      ? [[first, length]]
+      : [
+          [first, ring - first],
+          [0, length - (ring - first)],
+        ];
+  }
+
+  /**
+   * Positions a row keeps in every layer: the smallest ring's (a sliding-window layer's), or all.
+   * A saved block must lie within a row's last `retainedPositions` positions.
+   */
+  get retainedPositions(): number {
+    return Math.min(...this.rings);
   }
 
   get capacity(): number {
@@ -197,13 +271,16 @@ export class KvSlots implements KvRows {
    * pages commits nothing.
    */
   get bytes(): number {
-    const spans = this.buffers.length * this.heldRows * this.shape.kvHeads;
-    const spanBytes = this.heldPositions * this.width * this.elementBytes;
-    if (!this.reserved) return spans * spanBytes;
-    return spans * Math.ceil(spanBytes / PAGE_BYTES) * PAGE_BYTES;
+    let total = 0;
+    for (let b = 0; b < this.buffers.length; b++) {
+      const spans = this.heldRows * this.shape.kvHeads;
+      const spanBytes = this.spanOf(b, this.heldPositions) * this.width * this.elementBytes;
+      total += spans * (this.reserved ? Math.ceil(spanBytes / PAGE_BYTES) * PAGE_BYTES : spanBytes);
+    }
+    return total;
   }
 
-  /** KV bytes one token occupies across all layers. */
+  /** KV bytes one token occupies across all layers (a position within every ring). */
   get bytesPerToken(): number {
     const { layers, kvHeads } = this.shape;
     return layers * 2 * kvHeads * this.width * this.elementBytes;
@@ -219,11 +296,11 @@ export class KvSlots implements KvRows {
    */
   private relayout(rows: number, positions: number, keepRows: number, keepPositions: number): void {
     const { kvHeads } = this.shape;
-    const oldSpan = this.positions * this.width;
-    const newSpan = positions * this.width;
-    const keep = keepPositions * this.width;
     const next = this.allocate(rows, positions);
     this.buffers.forEach((old, b) => {
+      const oldSpan = this.spanOf(b) * this.width;
+      const newSpan = this.spanOf(b, positions) * this.width;
+      const keep = this.spanOf(b, keepPositions) * this.width;
       for (let s = 0; s < keepRows * kvHeads; s++)
         next[b]!.set(old.subarray(s * oldSpan, s * oldSpan + keep) as never, s * newSpan);
     });
@@ -310,13 +387,15 @@ export class KvSlots implements KvRows {
     if (from === to || length === 0) return;
     this.ensureRows(Math.max(from, to) + 1);
     const { kvHeads } = this.shape;
-    const span = this.positions * this.width;
-    const n = length * this.width;
-    for (const buf of this.buffers)
+    this.buffers.forEach((buf, b) => {
+      const span = this.spanOf(b) * this.width;
+      // A ring's slots are the same positions in every row: its first min(length, ring) slots.
+      const n = this.spanOf(b, length) * this.width;
       for (let h = 0; h < kvHeads; h++) {
         const src = (from * kvHeads + h) * span;
         buf.copyWithin((to * kvHeads + h) * span, src, src + n);
       }
+    });
   }
 
   moveRows(moves: readonly RowMove[]): void {
@@ -343,22 +422,23 @@ export class KvSlots implements KvRows {
   }
 
   /** Reads positions [start, start+length) of a row, layer-major. */
-  private readPositions(
-    row: number,
-    start: number,
-    length: number,
-    out = this.array(this.buffers.length * this.shape.kvHeads * length * this.width),
-  ): KvArray {
+  private readPositions(row: number, start: number, length: number, out?: KvArray): KvArray {
     const { kvHeads } = this.shape;
     const width = this.width;
-    const span = this.positions * width;
+    const runs = this.buffers.map((_, b) => this.slotRuns(b, start, length));
+    out ??= this.array(
+      runs.reduce((n, r) => n + r.reduce((m, [, count]) => m + count, 0), 0) * kvHeads * width,
+    );
     let at = 0;
-    for (const buf of this.buffers)
-      for (let h = 0; h < kvHeads; h++) {
-        const src = (row * kvHeads + h) * span + start * width;
-        out.set(buf.subarray(src, src + length * width) as never, at);
-        at += length * width;
-      }
+    this.buffers.forEach((buf, b) => {
+      const span = this.spanOf(b) * width;
+      for (let h = 0; h < kvHeads; h++)
+        for (const [slot, count] of runs[b]!) {
+          const src = (row * kvHeads + h) * span + slot * width;
+          out!.set(buf.subarray(src, src + count * width) as never, at);
+          at += count * width;
+        }
+    });
     return out;
   }
 
@@ -368,13 +448,16 @@ export class KvSlots implements KvRows {
     this.ensurePositions(start + length);
     const { kvHeads } = this.shape;
     const width = this.width;
-    const span = this.positions * width;
     let at = 0;
-    for (const buf of this.buffers)
-      for (let h = 0; h < kvHeads; h++) {
-        buf.set(data.subarray(at, at + length * width) as never, (row * kvHeads + h) * span + start * width);
-        at += length * width;
-      }
+    this.buffers.forEach((buf, b) => {
+      const span = this.spanOf(b) * width;
+      const runs = this.slotRuns(b, start, length);
+      for (let h = 0; h < kvHeads; h++)
+        for (const [slot, count] of runs) {
+          buf.set(data.subarray(at, at + count * width) as never, (row * kvHeads + h) * span + slot * width);
+          at += count * width;
+        }
+    });
   }
 
   /**
@@ -395,12 +478,13 @@ export class KvSlots implements KvRows {
     )
       return last.binding;
     const { layers, kvHeads } = this.shape;
-    const rowFloats = this.rowFloats(this.positions);
-    const dims = [count, kvHeads, this.positions, this.width];
     const feeds: Record<string, Tensor> = {};
     const fetches: Record<string, Tensor> = {};
     for (let l = 0; l < layers; l++)
       for (const [j, kind] of (["key", "value"] as const).entries()) {
+        const span = this.spanOf(2 * l + j);
+        const rowFloats = this.rowFloats(span);
+        const dims = [count, kvHeads, span, this.width];
         const view = this.buffers[2 * l + j]!.subarray(firstRow * rowFloats, (firstRow + count) * rowFloats);
         feeds[`past_key_values.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);
         fetches[`present.${l}.${kind}`] = new Tensor(this.dtype, view as never, dims);

@@ -45,10 +45,16 @@ export async function loadEngineCore(config: EngineCoreConfig): Promise<EngineCo
   }
   const maxModelLen = Math.min(config.maxModelLen, model.maxPositions);
   const kv = new KvSlots(
-    { layers: model.numLayers, kvHeads: model.numKvHeads, headDim: model.headDim },
+    {
+      layers: model.numLayers,
+      kvHeads: model.numKvHeads,
+      headDim: model.headDim,
+      windows: model.layerWindows,
+    },
     {
       maxRows: config.maxNumSeqs,
       maxPositions: maxModelLen,
+      stepTokens: config.prefillChunk,
       dtype: built.kvCacheDtype,
       // Only a session that binds the cache in place can take it whole: onnxruntime-node's copies it out every run.
       reserve: built.bindsCacheInPlace,

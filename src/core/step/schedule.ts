@@ -36,6 +36,7 @@ export class Scheduler {
   /** Layout work the update stage asked for, carried by the next plan. */
   private forks: StepPlan["forks"][number][] = [];
   private beamCopies: StepPlan["beamCopies"][number][] = [];
+  private readonly blockKeys = new WeakMap<ActiveRequest, string[]>();
   /** Told of each aborted request as it leaves (queue, prefill or batch), once. */
   onDropped: (a: ActiveRequest) => void = () => {};
 
@@ -100,8 +101,11 @@ export class Scheduler {
       const run = this.promptRun(a, budget);
       budget -= run.tokens.length;
       runs.push(run);
-      if (run.completesPrompt && this.config.prefixCacheBytes > 0)
-        prefixSaves.push({ slot: a, keys: this.prefixKeys(a) });
+      // Every pass's complete blocks, not only once the prompt is done: a sliding-window layer's
+      // ring holds a long prompt's early blocks only until later chunks overwrite them.
+      const complete = Math.floor((run.start + run.tokens.length) / PREFIX_BLOCK);
+      if (complete > Math.floor(run.start / PREFIX_BLOCK) && this.config.prefixCacheBytes > 0)
+        prefixSaves.push({ slot: a, keys: this.prefixKeys(a).slice(0, complete) });
     };
     // A prompt takes less than the budget only when that completes it, so a prompt mid-prefill
     // is always the last admitted: the one left over from the last step takes its share first.
@@ -211,8 +215,14 @@ export class Scheduler {
     return { slot: next, positions: next.promptIds.length, blocks };
   }
 
+  /** The prompt's block keys, computed once per request (prefix saves ask after every pass). */
   private prefixKeys(a: ActiveRequest): string[] {
-    return PrefixCache.blockKeys(a.promptIds, a.req.cacheSalt ?? "");
+    let keys = this.blockKeys.get(a);
+    if (!keys) {
+      keys = PrefixCache.blockKeys(a.promptIds, a.req.cacheSalt ?? "");
+      this.blockKeys.set(a, keys);
+    }
+    return keys;
   }
 
   /** Cached prefix blocks of the prompt (at least one prompt token is always computed). */
