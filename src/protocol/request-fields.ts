@@ -119,7 +119,10 @@ export const structuredOutputsSchema = documented(
     }),
     disable_additional_properties: withDefault(boolean(), false, nullable),
     whitespace_pattern: optional(string(), nullable),
-    structural_tag: optional(string(), nullable),
+    structural_tag: optional(string(), {
+      ...nullable,
+      description: "A structural tag (XGrammar's format) as its JSON text.",
+    }),
     _backend: optional(string(), nullable),
     _backend_was_auto: withDefault(boolean(), false, nullable),
   }),

@@ -154,11 +154,14 @@ def _breaks_messages_rules(body, path: str) -> bool:
 
 def _breaks_responses_rules(body) -> bool:
     """The Responses route's rules: previous_response_id names a stored response (none exists for
-    generated ids); reasoning.effort only where the model's template reads it (the synthetic one's
+    generated ids); input items other than reasoning ones; reasoning.effort only where the model's template reads it (the synthetic one's
     does not); top_logprobs above 0 only with the logprobs include, which takes tool_choice none; a tool_choice other than none needs tools, a named one one of them, and with the
     served model (no tool parser) only none; stream_options only with stream; the prompt and
     max_output_tokens inside the model's context."""
     if body.get("previous_response_id") is not None:
+        return True
+    items = body.get("input")
+    if isinstance(items, list) and all(isinstance(i, dict) and i.get("type") == "reasoning" for i in items):
         return True
     reasoning = body.get("reasoning")
     if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
@@ -188,7 +191,8 @@ def _breaks_responses_rules(body) -> bool:
 def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; n and logprobs counts within the server's maxima; one
-    constraint (structured_outputs or a JSON response_format), its json text valid JSON;
+    constraint (structured_outputs or a JSON response_format), its json and structural_tag texts
+    valid JSON; thinking_token_budget only on a reasoning model (the served one is none);
     and what depends on the served model: prompt and completion inside its context, token ids
     inside its vocabulary, priority only where it
     schedules by priority; repetition_detection's sizes and count; a tool_choice
@@ -245,7 +249,11 @@ def _breaks_documented_rules(case) -> bool:
     if any(i < 0 or i >= MODEL_VOCAB for i in ids):
         return True
     so = body.get("structured_outputs")
-    if isinstance(so, dict) and isinstance(so.get("json"), str) and not _json_text(so["json"]):
+    if isinstance(so, dict):
+        for field in ("json", "structural_tag"):
+            if isinstance(so.get(field), str) and not _json_text(so[field]):
+                return True
+    if body.get("thinking_token_budget") is not None and body.get("model") == SERVED_MODEL:
         return True
     choice = body.get("tool_choice")
     if choice not in (None, "none") and not body.get("tools"):

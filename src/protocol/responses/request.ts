@@ -202,7 +202,7 @@ export const responsesRequestSchema = documented(
       model: required(string(), { description: "Model ID (a model, or <model>:step<N> for a checkpoint)." }),
       input: optional(inputSchema, {
         description:
-          "A user message as a string, or items: messages (input_text; an assistant's output_text), function_call and function_call_output.",
+          "A user message as a string, or items: messages (input_text; an assistant's output_text), function_call and function_call_output. Reasoning items alone are no conversation to answer (a 400).",
       }),
       instructions: optional(string(), {
         ...nullable,
