@@ -129,7 +129,11 @@ def _breaks_messages_rules(body, path: str) -> bool:
     """The Messages routes' rules: tool_choice "tool" names one of tools; a tool_choice other
     than none needs a served model with a tool parser (the synthetic model has none); thinking
     enabled needs one with a reasoning parser (it has none), and its budget_tokens below max_tokens;
+    output_config.effort a template that reads an effort (its template does not);
     a message's prompt and max_tokens inside the model's context."""
+    output_config = body.get("output_config")
+    if isinstance(output_config, dict) and output_config.get("effort") is not None and body.get("model") == SERVED_MODEL:
+        return True
     thinking = body.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") == "enabled":
         if body.get("model") == SERVED_MODEL:
@@ -192,7 +196,8 @@ def _breaks_documented_rules(case) -> bool:
     """Rules across fields, which JSON Schema cannot state and the field descriptions do:
     min_tokens <= max_tokens; best_of = n; n and logprobs counts within the server's maxima; one
     constraint (structured_outputs or a JSON response_format), its json and structural_tag texts
-    valid JSON; thinking_token_budget only on a reasoning model (the served one is none);
+    valid JSON, its grammar valid EBNF; thinking_token_budget only on a reasoning model (the served
+    one is none); chat_template only where the operator trusts request templates (not here);
     and what depends on the served model: prompt and completion inside its context, token ids
     inside its vocabulary, priority only where it
     schedules by priority; repetition_detection's sizes and count; a tool_choice
@@ -203,6 +208,9 @@ def _breaks_documented_rules(case) -> bool:
     if project is not None and not _PROJECT.match(project):
         return True
     body = case.body if isinstance(case.body, dict) else {}
+    # The server renders no template sent in a request unless its operator allows it.
+    if body.get("chat_template") is not None:
+        return True
     if case.operation.path in (MESSAGES, COUNT_TOKENS):
         return _breaks_messages_rules(body, case.operation.path)
     if case.operation.path == RESPONSES:
@@ -253,6 +261,9 @@ def _breaks_documented_rules(case) -> bool:
         for field in ("json", "structural_tag"):
             if isinstance(so.get(field), str) and not _json_text(so[field]):
                 return True
+        # A grammar must be valid EBNF, which the generator's random text almost never is.
+        if so.get("grammar") is not None:
+            return True
     if body.get("thinking_token_budget") is not None and body.get("model") == SERVED_MODEL:
         return True
     choice = body.get("tool_choice")
