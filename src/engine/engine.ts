@@ -288,6 +288,11 @@ export class Engine {
     return change;
   }
 
+  /**
+   * Debt: only streams count as users, so a request of the old revision still rendering or
+   * tokenizing its prompt when the tokenizer thread closes fails (a 500), and one that asks for
+   * the tokenizer after it closed starts a thread of the new files under the old revision's key.
+   */
   private async retire(dir: string, revision: string): Promise<void> {
     await this.release(dir, revision);
     forgetModelInfo(dir, revision);
