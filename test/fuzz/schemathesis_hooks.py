@@ -129,10 +129,19 @@ def _breaks_messages_rules(body, path: str) -> bool:
     """The Messages routes' rules: tool_choice "tool" names one of tools; a tool_choice other
     than none needs a served model with a tool parser (the synthetic model has none); thinking
     enabled needs one with a reasoning parser (it has none), and its budget_tokens below max_tokens;
-    output_config.effort a template that reads an effort (its template does not);
+    output_config.effort a template that reads an effort (its template does not), and its format no
+    tool_choice forcing a tool;
     a message's prompt and max_tokens inside the model's context."""
     output_config = body.get("output_config")
     if isinstance(output_config, dict) and output_config.get("effort") is not None and body.get("model") == SERVED_MODEL:
+        return True
+    forced = body.get("tool_choice")
+    if (
+        isinstance(output_config, dict)
+        and output_config.get("format") is not None
+        and isinstance(forced, dict)
+        and forced.get("type") in ("any", "tool")
+    ):
         return True
     thinking = body.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") == "enabled":

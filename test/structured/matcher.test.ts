@@ -216,4 +216,18 @@ describe.skipIf(!hasModel("q4"))("structured-output matcher on SmolLM2's vocabul
     expect(small.cachedGrammars).toBe(2);
     expect((await small.compile(c("a"))).compiled).not.toBe(first.compiled);
   });
+
+  it("makes matchers for concurrent requests while their grammars are compiled and evicted", async () => {
+    // 16 requests of one constraint at once (a completions prompt list), then requests of more
+    // constraints than the cache holds: no grammar is disposed under a call making its matchers.
+    const small = new GrammarBackend(readGrammarVocabulary(MODEL_DIR, VOCAB, [EOS]), { cacheSize: 2 });
+    const c = (s: string): StructuredConstraint => ({ kind: "choice", choices: [s] });
+    const same = await Promise.all(Array.from({ length: 16 }, () => small.constraints(c(""), 1)));
+    expect(same.flat()).toHaveLength(16);
+    const mixed = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => small.constraints(c(`x${i % 6}`), 2)),
+    );
+    expect(mixed.flat()).toHaveLength(48);
+    expect(small.cachedGrammars).toBeLessThanOrEqual(2);
+  });
 });

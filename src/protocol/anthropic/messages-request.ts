@@ -270,7 +270,8 @@ const promptShape = {
   }),
   output_config: optional(outputConfigSchema, {
     ...nullable,
-    description: "The answer's format (a JSON Schema) and the reasoning effort.",
+    description:
+      "The answer's format (a JSON Schema) and the reasoning effort. A format cannot be combined with a tool_choice that forces a tool (any or tool): both constrain the output.",
   }),
 };
 
