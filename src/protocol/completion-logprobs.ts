@@ -5,6 +5,7 @@
  * logprob (null) and no alternatives.
  */
 import type { PromptTokenLogprob, TokenLogprob } from "../core/types.ts";
+import { codePointLength } from "../util/code-points.ts";
 
 export interface CompletionLogprobs {
   tokens: string[];
@@ -22,13 +23,6 @@ export interface LegacyToken {
 
 /** vLLM never returns -inf (JSON cannot carry it): logprobs are floored here. */
 const floor = (lp: number) => Math.max(lp, -9999.0);
-
-/** Characters as Python counts them (code points), which vLLM's offsets use. */
-export function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
 
 /**
  * Prompt tokens as legacy entries. `count` alternatives are kept besides the token itself (vLLM
@@ -72,7 +66,7 @@ export function legacyLogprobs(
     out.token_logprobs.push(t.logprob);
     out.top_logprobs.push(t.top);
     out.text_offset.push(at);
-    at += codePoints(t.token);
+    at += codePointLength(t.token);
   }
   return { logprobs: out, end: at };
 }

@@ -10,7 +10,8 @@
 import type { EngineEvent, FinishReason } from "../core/types.ts";
 import { ChoiceTracker } from "../engine/choice-tracker.ts";
 import { type ApiError, type ApiErrorBody, engineErrorToApiError } from "../errors.ts";
-import { codePoints, generatedTokens, type LegacyToken, legacyLogprobs } from "./completion-logprobs.ts";
+import { codePointLength } from "../util/code-points.ts";
+import { generatedTokens, type LegacyToken, legacyLogprobs } from "./completion-logprobs.ts";
 import type { CompletionRequest } from "./completion-request.ts";
 import {
   type CompletionChoice,
@@ -159,7 +160,7 @@ export class CompletionStreamer {
     const c = this.choices[index]!;
     let logprobs: CompletionChoice["logprobs"] = null;
     if (this.req.logprobs !== undefined) logprobs = legacyLogprobs(tokens, c.textLength).logprobs;
-    c.textLength += codePoints(text);
+    c.textLength += codePointLength(text);
     return this.chunk(promptIndex, index, {
       index,
       text,

@@ -6,6 +6,7 @@
  * Objects are strict: a key the schema does not list is an `unknownField` error, as OpenAI does.
  */
 import { type ApiError, invalidRequest, unknownField, unsupportedField } from "../errors.ts";
+import { codePointLength } from "../util/code-points.ts";
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -67,25 +68,6 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 // ---- scalars ----
 
-/**
- * A string's length as JSON Schema counts it (minLength, maxLength): in code points, so a
- * character outside the BMP (two UTF-16 units) counts once.
- */
-export function characterCount(value: string): number {
-  let count = value.length;
-  for (let i = 0; i < value.length - 1; i++) {
-    const unit = value.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff) {
-      const next = value.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        count--;
-        i++;
-      }
-    }
-  }
-  return count;
-}
-
 export function string(opts: { minLength?: number; maxLength?: number } = {}): Schema<string> {
   return {
     parse(value, path) {
@@ -94,13 +76,13 @@ export function string(opts: { minLength?: number; maxLength?: number } = {}): S
       if (
         opts.minLength !== undefined &&
         value.length < 2 * opts.minLength &&
-        characterCount(value) < opts.minLength
+        codePointLength(value) < opts.minLength
       )
         throw valueError(path, `expected a string of at least ${opts.minLength} characters.`);
       if (
         opts.maxLength !== undefined &&
         value.length > opts.maxLength &&
-        characterCount(value) > opts.maxLength
+        codePointLength(value) > opts.maxLength
       )
         throw valueError(path, `expected a string of at most ${opts.maxLength} characters.`);
       return value;

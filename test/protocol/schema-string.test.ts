@@ -3,15 +3,16 @@
  * request the published schema allows is not refused for characters outside the BMP.
  */
 import { describe, expect, it } from "vitest";
-import { characterCount, string } from "../../src/protocol/schema.ts";
+import { string } from "../../src/protocol/schema.ts";
+import { codePointLength } from "../../src/util/code-points.ts";
 
 describe("string() lengths in code points", () => {
   const bold = "𝕋"; // U+1D54B: two UTF-16 units
   it("counts a surrogate pair once and a lone surrogate as one", () => {
-    expect(characterCount(bold.repeat(3))).toBe(3);
-    expect(characterCount(`a${bold}b`)).toBe(3);
-    expect(characterCount("\ud835")).toBe(1);
-    expect(characterCount("\udc4bx\ud835")).toBe(3);
+    expect(codePointLength(bold.repeat(3))).toBe(3);
+    expect(codePointLength(`a${bold}b`)).toBe(3);
+    expect(codePointLength("\ud835")).toBe(1);
+    expect(codePointLength("\udc4bx\ud835")).toBe(3);
   });
 
   it("takes 64 characters of two units each under maxLength 64 and refuses 65", () => {

@@ -15,6 +15,7 @@
  * "Characters" are code points (Python `len`), so holding back never splits a
  * surrogate pair.
  */
+import { codePointLength } from "../../util/code-points.ts";
 
 export interface StopStep {
   /** Text that may be sent now. */
@@ -89,28 +90,6 @@ export class StopStringMatcher {
     }
     return text;
   }
-}
-
-const SURROGATE = /[\ud800-\udfff]/;
-
-/**
- * Code points: UTF-16 units less one per surrogate pair. A request may carry a megabyte of stops,
- * counted on the thread that runs the steps: text without surrogates is answered by one native scan.
- */
-function codePointLength(s: string): number {
-  if (!SURROGATE.test(s)) return s.length;
-  let n = s.length;
-  for (let i = 0; i < s.length - 1; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
 }
 
 /** Index where the last `count` code points of `s` begin. */

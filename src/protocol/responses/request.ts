@@ -6,11 +6,11 @@
  * them, never ignored.
  */
 import { ApiError, invalidRequest, unsupportedField, withFieldNames } from "../../errors.ts";
+import { codePointLength } from "../../util/code-points.ts";
 import { type ChatCompletionRequest, parseChatCompletionRequest } from "../chat-request.ts";
 import {
   array,
   boolean,
-  characterCount,
   compactJson,
   documented,
   type Infer,
@@ -151,7 +151,7 @@ const metadataSchema = documented(
   transform(record(string({ maxLength: 512 })), (m, path) => {
     const keys = Object.keys(m);
     if (keys.length > 16) throw valueError(path, `expected at most 16 keys, but got ${keys.length}.`);
-    const long = keys.find((k) => k.length > 64 && characterCount(k) > 64);
+    const long = keys.find((k) => k.length > 64 && codePointLength(k) > 64);
     if (long !== undefined)
       throw valueError(path, `key ${JSON.stringify(long)} is longer than 64 characters.`);
     return m;
