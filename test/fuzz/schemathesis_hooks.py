@@ -16,7 +16,7 @@ MESSAGES = "/v1/messages"
 COUNT_TOKENS = "/v1/messages/count_tokens"
 RESPONSES = "/v1/responses"
 # Routes whose body names a model: half the generated bodies name the served one.
-MODEL_ROUTES = (CHAT, MESSAGES, COUNT_TOKENS, RESPONSES, "/tokenize", "/detokenize")
+MODEL_ROUTES = (CHAT, COMPLETIONS, MESSAGES, COUNT_TOKENS, RESPONSES, "/tokenize", "/detokenize")
 # max_tokens when a completions request leaves it out (OpenAI's and vLLM's legacy default).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 # What the served synthetic model (test/fuzz/serve-synthetic.ts) takes: token ids below its
