@@ -6,7 +6,7 @@
  */
 import { createHash, type Hash } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { fileSize } from "../../util/file-size.ts";

@@ -6,7 +6,7 @@
  * real name. A cached file of the right size is trusted unless `verify` is set.
  */
 import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileSize } from "../../util/file-size.ts";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";

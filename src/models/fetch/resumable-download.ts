@@ -8,7 +8,7 @@
  */
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { rename, rm, stat, truncate } from "node:fs/promises";
+import { rename, rm, truncate } from "node:fs/promises";
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { fileSize } from "../../util/file-size.ts";
