@@ -179,13 +179,15 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
 }
 
 // Blocks ahead of the one being multiplied whose weights a tile prefetches: in the AVX-512 kernel
-// a tile of more than 4 rows, in the AVX2 kernel every tile (see TileAvx2). With more than 4 rows
-// the tile is compute-bound and the hardware prefetcher, meeting each thread's run of tiles cold
-// (the step's other work has evicted them), left the kernel waiting on memory: 16 rows over 30
-// layers' projections took ~20% longer without it in a C++ harness. With fewer rows, on Intel
-// Sapphire Rapids, the step is bound by the weights' bytes and the extra loads made it slower.
-// Known debt: AMD Zen 4 (AVX-512 VNNI) has not been measured with the prefetch at few rows, which
-// doubled Zen 3's single-row throughput (TileAvx2).
+// a tile of more than 4 rows, in the AVX2 kernel every tile. With more than 4 rows the tile is
+// compute-bound and the hardware prefetcher, meeting each thread's run of tiles cold (the step's
+// other work has evicted them), left the kernel waiting on memory: 16 rows over 30 layers'
+// projections took ~20% longer without it in a C++ harness. With fewer rows, on Intel Sapphire
+// Rapids, the step is bound by the weights' bytes and the extra loads made it slower; on AMD Zen 3
+// (AVX2 only) a single row streamed at half the memory's bandwidth without it, the hardware
+// prefetcher alone keeping too few lines in flight (1 GB of Q4_K tiles, one thread: 4.4 -> 10.7
+// GB/s, against 8.9 for a plain read of 1 GiB).
+// Known debt: AMD Zen 4 (AVX-512 VNNI) has not been measured with the prefetch at few rows.
 constexpr int kPrefetchBlocks = 8;
 
 // Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
@@ -363,12 +365,7 @@ template <int R, int Bits, int Offsets, int Meta, bool Pairs>
 ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
                                 int first, int groupRows, float* dst, int64_t stride, int count) {
   const int blocks = w.blocks();
-  // The first pass over a tile fetches its weights kPrefetchBlocks ahead, whatever the rows. A
-  // group of more than 4 rows is compute-bound and meets its weights cold (one projection, 16
-  // rows, one thread, in a C++ harness: 409–414 -> 373–375 µs); and on AMD Zen 3 a decode
-  // step's single row, although bound by the weights' bytes, streamed them at half the memory's
-  // bandwidth without it: the hardware prefetcher alone kept too few lines in flight (1 GB of
-  // Q4_K tiles, one thread: 4.4 -> 10.7 GB/s, against 8.9 for a plain read of 1 GiB).
+  // The first pass over a tile fetches its weights ahead, whatever the rows (kPrefetchBlocks).
   const bool prefetch = first == 0;
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
