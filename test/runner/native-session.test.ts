@@ -371,24 +371,29 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         position_ids: new Tensor("int64", BigInt64Array.of(0n, 1n), [1, 2]),
         num_logits_to_keep: new Tensor("int64", BigInt64Array.of(1n), []),
       };
-      const fetches: Record<string, Tensor | null> = { logits: null };
+      // Each run gets its own present.* tensors: a run writes them and reads them back, so two runs
+      // in flight sharing one output race (pairs differed now and then under CPU load).
+      const fetches = (): Record<string, Tensor | null> => {
+        const out: Record<string, Tensor | null> = { logits: null };
+        for (let l = 0; l < shape.layers; l++)
+          for (const kind of ["key", "value"])
+            out[`present.${l}.${kind}`] = new Tensor(
+              "float32",
+              new Float32Array(2 * shape.kvHeads * shape.headDim),
+              [1, shape.kvHeads, 2, shape.headDim],
+            );
+        return out;
+      };
       for (let l = 0; l < shape.layers; l++)
-        for (const kind of ["key", "value"]) {
-          const dims = [1, shape.kvHeads, 2, shape.headDim];
+        for (const kind of ["key", "value"])
           feeds[`past_key_values.${l}.${kind}`] = new Tensor(
             "float32",
             new Float32Array(2 * shape.kvHeads * shape.headDim),
-            dims,
+            [1, shape.kvHeads, 2, shape.headDim],
           );
-          fetches[`present.${l}.${kind}`] = new Tensor(
-            "float32",
-            new Float32Array(2 * shape.kvHeads * shape.headDim),
-            dims,
-          );
-        }
       const want = (await ort.run(feeds, { logits: null })).logits!.data as Float32Array;
       // Started together: the first takes the kept binding, the second (it is in use) its own.
-      const [x, y] = await Promise.all([native.run(feeds, fetches), native.run(feeds, fetches)]);
+      const [x, y] = await Promise.all([native.run(feeds, fetches()), native.run(feeds, fetches())]);
       for (const out of [x, y])
         expect(bytes(out.logits!.data as Float32Array).equals(bytes(want))).toBe(true);
       // Those runs bound other tensors to every cache name: the runner's next step, with the very
