@@ -371,26 +371,22 @@ describe.skipIf(!nativeSessions)("native decoder session (ONNX Runtime C API, Io
         position_ids: new Tensor("int64", BigInt64Array.of(0n, 1n), [1, 2]),
         num_logits_to_keep: new Tensor("int64", BigInt64Array.of(1n), []),
       };
-      // Each run gets its own present.* tensors: a run writes them and reads them back, so two runs
-      // in flight sharing one output race (pairs differed now and then under CPU load).
-      const fetches = (): Record<string, Tensor | null> => {
-        const out: Record<string, Tensor | null> = { logits: null };
+      // Two positions of zeros for every cache name with `prefix` (past_key_values or present).
+      const kvTensors = (prefix: string): Record<string, Tensor> => {
+        const out: Record<string, Tensor> = {};
         for (let l = 0; l < shape.layers; l++)
           for (const kind of ["key", "value"])
-            out[`present.${l}.${kind}`] = new Tensor(
+            out[`${prefix}.${l}.${kind}`] = new Tensor(
               "float32",
               new Float32Array(2 * shape.kvHeads * shape.headDim),
               [1, shape.kvHeads, 2, shape.headDim],
             );
         return out;
       };
-      for (let l = 0; l < shape.layers; l++)
-        for (const kind of ["key", "value"])
-          feeds[`past_key_values.${l}.${kind}`] = new Tensor(
-            "float32",
-            new Float32Array(2 * shape.kvHeads * shape.headDim),
-            [1, shape.kvHeads, 2, shape.headDim],
-          );
+      Object.assign(feeds, kvTensors("past_key_values"));
+      // Each run gets its own present.* tensors: a run writes them and reads them back, so two runs
+      // in flight sharing one output race (pairs differed now and then under CPU load).
+      const fetches = (): Record<string, Tensor | null> => ({ logits: null, ...kvTensors("present") });
       const want = (await ort.run(feeds, { logits: null })).logits!.data as Float32Array;
       // Started together: the first takes the kept binding, the second (it is in use) its own.
       const [x, y] = await Promise.all([native.run(feeds, fetches()), native.run(feeds, fetches())]);
