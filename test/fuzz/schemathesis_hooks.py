@@ -119,6 +119,26 @@ def _json_text(text: str) -> bool:
         return False
 
 
+# Schema keywords the server's structured outputs refuse with a 400 (src/core/structured/
+# schema-support.ts, REFUSED): a forced tool whose parameters use one is refused by a documented rule.
+REFUSED_SCHEMA_KEYWORDS = {
+    "not", "if", "then", "else", "oneOf", "patternProperties", "propertyNames", "dependencies",
+    "dependentRequired", "dependentSchemas", "contains", "minContains", "maxContains",
+    "unevaluatedProperties", "unevaluatedItems", "additionalItems", "multipleOf", "$dynamicRef",
+    "$recursiveRef",
+}
+
+
+def _uses_refused_keyword(schema) -> bool:
+    """Whether a refused keyword appears anywhere in a JSON Schema (property names count too: a
+    case skipped for that is only one positive case fewer)."""
+    if isinstance(schema, dict):
+        return any(k in REFUSED_SCHEMA_KEYWORDS or _uses_refused_keyword(v) for k, v in schema.items())
+    if isinstance(schema, list):
+        return any(_uses_refused_keyword(v) for v in schema)
+    return False
+
+
 def _parameters_not_object(tool) -> bool:
     function = tool.get("function") if isinstance(tool, dict) else None
     parameters = function.get("parameters") if isinstance(function, dict) else None
@@ -157,6 +177,10 @@ def _breaks_messages_rules(body, path: str) -> bool:
             return True
     choice = body.get("tool_choice")
     kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind in ("any", "tool") and any(
+        isinstance(t, dict) and _uses_refused_keyword(t.get("input_schema")) for t in body.get("tools") or []
+    ):
+        return True
     if kind == "tool":
         names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
         if choice.get("name") not in names:
@@ -280,6 +304,13 @@ def _breaks_documented_rules(case) -> bool:
         return True
     forced = choice == "required" or isinstance(choice, dict)
     if forced and any(_parameters_not_object(tool) for tool in body.get("tools") or []):
+        return True
+    if forced and any(
+        isinstance(tool, dict)
+        and isinstance(tool.get("function"), dict)
+        and _uses_refused_keyword(tool["function"].get("parameters"))
+        for tool in body.get("tools") or []
+    ):
         return True
     streamed = body.get("stream") is True
     if body.get("stream_options") is not None and not streamed:
