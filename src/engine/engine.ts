@@ -40,7 +40,14 @@ import type {
   PromptTokenLogprob,
   TokenLogprob,
 } from "../core/types.ts";
-import { asApiErrors, engineErrorToApiError, internalError, modelNotFound, unavailable } from "../errors.ts";
+import {
+  type ApiError,
+  asApiErrors,
+  engineErrorToApiError,
+  internalError,
+  modelNotFound,
+  unavailable,
+} from "../errors.ts";
 import { availableFormats } from "../models/registry/weights.ts";
 import { ModelRegistry, type RegistryChange, type Resolution } from "../models/registry.ts";
 import { modelsDir as defaultModelsDir } from "../util/paths.ts";
@@ -188,6 +195,11 @@ function servedKey(dir: string, revision: string): string {
   return `${revision}:${dir}`;
 }
 
+/** A stream of one error event: the request is refused before it reaches a worker. */
+async function* refusal(err: ApiError): AsyncGenerator<EngineEvent> {
+  yield { type: "error", code: "unavailable", message: err.message };
+}
+
 export class Engine {
   readonly registry: ModelRegistry;
   readonly pool: EnginePool;
@@ -198,8 +210,13 @@ export class Engine {
   >;
   private readonly format: ModelFormat | undefined;
   private readonly onModelsChange: ((change: RegistryChange) => void) | undefined;
-  /** Streams open per model directory and revision (servedKey), and who waits for a directory to have none. */
+  /**
+   * Users per model directory and revision (servedKey): open streams, and requests rendering or
+   * tokenizing with its files; and who waits for a directory to have none.
+   */
   private readonly users = new Map<string, number>();
+  /** Revisions let go of (retire): a request resolved to one before it went is refused with a 503. */
+  private readonly retired = new Set<string>();
   private readonly idleWaiters = new Map<string, (() => void)[]>();
   /** Per model directory and revision, a tokenizer thread for /tokenize, /detokenize and count_tokens. */
   private readonly tokenizers = new Map<string, TokenizerThread>();
@@ -289,17 +306,49 @@ export class Engine {
   }
 
   /**
-   * Debt: only streams count as users, so a request of the old revision still rendering or
-   * tokenizing its prompt when the tokenizer thread closes fails (a 500), and one that asks for
-   * the tokenizer after it closed starts a thread of the new files under the old revision's key.
+   * Frees a revision once its users are done. A request resolved to it that had not started using
+   * it by then is refused (stream, tokenizer): its prompt was made for files no longer served.
    */
   private async retire(dir: string, revision: string): Promise<void> {
-    await this.release(dir, revision);
-    forgetModelInfo(dir, revision);
     const key = servedKey(dir, revision);
+    // Marked in the same turn as the last check for users: nothing starts on it in between.
+    await this.idle(dir, revision, () => this.retired.add(key));
+    await this.pool.unload(dir, revision);
+    forgetModelInfo(dir, revision);
     const tokenizer = this.tokenizers.get(key);
     this.tokenizers.delete(key);
     await tokenizer?.close();
+  }
+
+  /** `model`'s revision counted as in use while `work` runs (retire waits for it). */
+  private async using<T>(model: EngineModel, work: () => Promise<T>): Promise<T> {
+    const { modelDir, revision } = model.config;
+    const key = servedKey(modelDir, revision ?? "");
+    this.hold(key);
+    try {
+      return await work();
+    } finally {
+      this.drop(modelDir, key);
+    }
+  }
+
+  private hold(key: string): void {
+    this.users.set(key, (this.users.get(key) ?? 0) + 1);
+  }
+
+  private drop(dir: string, key: string): void {
+    const left = (this.users.get(key) ?? 1) - 1;
+    if (left > 0) this.users.set(key, left);
+    else {
+      this.users.delete(key);
+      for (const wake of this.idleWaiters.get(dir) ?? []) wake();
+      this.idleWaiters.delete(dir);
+    }
+  }
+
+  /** The 503 of a request resolved to a revision that has since been replaced or removed. */
+  private replaced(model: EngineModel): ApiError {
+    return unavailable(`${model.name} was replaced while this request was being prepared; send it again.`);
   }
 
   /**
@@ -344,6 +393,10 @@ export class Engine {
 
   /** The engine's prompt for a request's: chat messages go through the model's template. */
   async prompt(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
+    return this.using(model, () => this.render(model, input));
+  }
+
+  private async render(model: EngineModel, input: PromptInput): Promise<EngineRequest["prompt"]> {
     if ("tokenIds" in input) return { tokenIds: input.tokenIds };
     if ("text" in input) return { text: input.text, addSpecialTokens: input.addSpecialTokens ?? true };
     const { messages, addSpecialTokens, truncates, ...chat } = input;
@@ -419,7 +472,8 @@ export class Engine {
   stream(prepared: PreparedRequest, signal?: AbortSignal): AsyncGenerator<EngineEvent> {
     const { modelDir, revision } = prepared.model.config;
     const key = servedKey(modelDir, revision ?? "");
-    this.users.set(key, (this.users.get(key) ?? 0) + 1);
+    if (this.retired.has(key)) return refusal(this.replaced(prepared.model));
+    this.hold(key);
     return this.counted(modelDir, key, this.pool.generate(prepared.model.config, prepared.request, signal));
   }
 
@@ -431,13 +485,7 @@ export class Engine {
     try {
       yield* events;
     } finally {
-      const left = (this.users.get(key) ?? 1) - 1;
-      if (left > 0) this.users.set(key, left);
-      else {
-        this.users.delete(key);
-        for (const wake of this.idleWaiters.get(dir) ?? []) wake();
-        this.idleWaiters.delete(dir);
-      }
+      this.drop(dir, key);
     }
   }
 
@@ -447,6 +495,15 @@ export class Engine {
    * removed or replaced: a new request for them would load them again.
    */
   async release(modelDir: string, revision?: string): Promise<void> {
+    await this.idle(modelDir, revision);
+    await this.pool.unload(modelDir, revision);
+  }
+
+  /**
+   * Resolves once no request uses `modelDir` (of that revision, when given), calling `then` first
+   * in the same turn as the check that found none.
+   */
+  private async idle(modelDir: string, revision?: string, then?: () => void): Promise<void> {
     const inUse = () =>
       revision === undefined
         ? [...this.users.keys()].some((key) => key.slice(key.indexOf(":") + 1) === modelDir)
@@ -457,7 +514,7 @@ export class Engine {
         waiters.push(wake);
         this.idleWaiters.set(modelDir, waiters);
       });
-    await this.pool.unload(modelDir, revision);
+    then?.();
   }
 
   /** Runs a request to the end and collects its choices; an error event throws its ApiError. */
@@ -537,10 +594,8 @@ export class Engine {
   /** A prompt's token ids as the model would see them (a chat prompt renders first: see prompt()). */
   async tokenize(model: EngineModel, prompt: EngineRequest["prompt"]): Promise<number[]> {
     if ("tokenIds" in prompt) return prompt.tokenIds;
-    const ids = await this.tokenizer(model).prompt(
-      prompt.text,
-      prompt.addSpecialTokens ?? true,
-      Number.MAX_SAFE_INTEGER,
+    const ids = await this.using(model, () =>
+      this.tokenizer(model).prompt(prompt.text, prompt.addSpecialTokens ?? true, Number.MAX_SAFE_INTEGER),
     );
     if (!("ids" in ids)) throw internalError("The tokenizer stopped before the end of the prompt.");
     return ids.ids;
@@ -549,12 +604,14 @@ export class Engine {
   /** Token ids → their text, special tokens included; ids outside the vocabulary are a 400. */
   async detokenize(model: EngineModel, ids: number[]): Promise<string> {
     asApiErrors(() => checkTokenIds("tokens", ids, model.info.vocabSize));
-    return ids.length === 0 ? "" : this.tokenizer(model).decode(ids);
+    return ids.length === 0 ? "" : this.using(model, () => this.tokenizer(model).decode(ids));
   }
 
   private tokenizer(model: EngineModel): TokenizerThread {
     const { modelDir, revision } = model.config;
     const key = servedKey(modelDir, revision ?? "");
+    // Its files are gone or another model's: a thread now would read those under this revision.
+    if (this.retired.has(key)) throw this.replaced(model);
     let t = this.tokenizers.get(key);
     if (!t) {
       t = new TokenizerThread(modelDir);

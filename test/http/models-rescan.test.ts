@@ -90,6 +90,34 @@ describe("models changed while serving (rescans on a miss only)", () => {
     expect(gone.status).toBe(404);
     expect(await listed(h)).toEqual(["tiny"]);
   });
+
+  it("lets a request preparing its prompt finish when its model is replaced, and refuses one that starts after with a 503", async () => {
+    const engine = h.server.engine;
+    await pullIn(h, "swap", 4);
+    await engine.refreshModels();
+    const old = engine.model("swap");
+    const messages = [{ role: "user" as const, content: "Say something." }];
+    const prepared = await engine.prepare({ model: "swap", prompt: { messages }, params: { maxTokens: 2 } });
+
+    // Replaced while a prompt is being made for the old files: the old revision is let go of only
+    // once that prompt is made, which succeeds.
+    await pullIn(h, "swap", 5);
+    const preparing = engine.prompt(old, { messages });
+    const [prompt, change] = await Promise.all([preparing, engine.refreshModels()]);
+    expect(change.gone.map((g) => g.dir)).toEqual([join(h.modelsDir, "swap")]);
+    expect("text" in prompt && prompt.text.length).toBeGreaterThan(0);
+
+    // A request resolved to the old revision that starts now would run the new files under the
+    // old one's name: it is refused, and tells the client to send it again.
+    await expect(engine.generate(prepared)).rejects.toMatchObject({ status: 503 });
+    await expect(engine.generate(prepared)).rejects.toThrow(/swap was replaced .* send it again/);
+    await expect(engine.tokenize(old, { text: "hello" })).rejects.toMatchObject({ status: 503 });
+    // The new revision serves.
+    const fresh = await engine.generate({ model: "swap", prompt: { messages }, params: { maxTokens: 2 } });
+    expect(fresh.choices[0]!.tokenIds.length).toBeGreaterThan(0);
+    rmSync(join(h.modelsDir, "swap"), { recursive: true });
+    await engine.refreshModels();
+  });
 });
 
 describe("models changed while serving (periodic rescan)", () => {
