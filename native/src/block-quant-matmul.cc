@@ -37,6 +37,8 @@ namespace {
 constexpr int kTile = 16;
 constexpr int kBlock = 32;
 constexpr int kRowGroup = 8;
+// llama.cpp's K-quant super-block, and its Q8_K activation block.
+constexpr int kSuperBlock = 256;
 // Below this many multiply-adds a projection runs on the calling thread.
 constexpr int64_t kParallelWork = 1 << 18;
 
@@ -125,10 +127,9 @@ inline int32_t LowStartOf(const BlockMeta& m) {
 inline float LowScaledSum(const BlockMeta& m) { return m.scale * static_cast<float>(m.lowSum); }
 inline float HighScaledSum(const BlockMeta& m) { return m.scale * static_cast<float>(-m.start4 / 8 - m.lowSum); }
 
-void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, int32_t* lowSum) {
-  float amax = 0.0f;
-  for (int j = 0; j < kBlock; j++) amax = std::max(amax, std::fabs(x[j]));
-  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+// A block of 32 inputs times inv (127 over the largest magnitude the block's scale covers), rounded
+// to nearest even into q, with the sum of all 32 and of the first 16.
+void QuantizeBlockWithScalar(const float* x, float inv, int8_t* q, int32_t* sum, int32_t* lowSum) {
   int32_t s = 0;
   for (int j = 0; j < kBlock; j++) {
     const float t = x[j] * inv;
@@ -138,8 +139,20 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, 
     s += v;
     if (j == kBlock / 2 - 1) *lowSum = s;
   }
-  *scale = amax / 127.0f;
   *sum = s;
+}
+
+// The largest |x| of `count` inputs, NaN passed over (as llama.cpp's quantizers do).
+float AbsMaxScalar(const float* x, int count) {
+  float amax = 0.0f;
+  for (int j = 0; j < count; j++) amax = std::max(amax, std::fabs(x[j]));
+  return amax;
+}
+
+void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, int32_t* lowSum) {
+  const float amax = AbsMaxScalar(x, kBlock);
+  QuantizeBlockWithScalar(x, amax > 0.0f ? 127.0f / amax : 0.0f, q, sum, lowSum);
+  *scale = amax / 127.0f;
 }
 
 #ifdef ORTSERVE_X86_SIMD
@@ -308,7 +321,41 @@ ORTSERVE_AVX2_FMA inline int32_t ReduceAddAvx2(__m256i v) {
   return _mm_cvtsi128_si32(t);
 }
 
-// QuantizeBlockAvx512 at AVX2 width: the same rounding, clamp and sums.
+// QuantizeBlockWithScalar at AVX2 width: the same rounding, clamp and sums.
+ORTSERVE_AVX2_FMA void QuantizeBlockWithAvx2(const float* x, float inv, int8_t* q, int32_t* sum, int32_t* lowSum) {
+  const __m256 scale = _mm256_set1_ps(inv);
+  const __m256i lo = _mm256_set1_epi32(-127);
+  const __m256i hi = _mm256_set1_epi32(127);
+  __m256i qi[4];
+  __m256i total = _mm256_setzero_si256();
+  __m256i low = total;
+  for (int i = 0; i < 4; i++) {
+    // Round to nearest even (the default rounding mode); NaN converts to INT_MIN, clamped to -127.
+    qi[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), scale)), lo), hi);
+    total = _mm256_add_epi32(total, qi[i]);
+    if (i == 1) low = total;
+  }
+  // Packing works within 128-bit lanes; the permute puts the 32 bytes back in order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                      _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  *sum = ReduceAddAvx2(total);
+  *lowSum = ReduceAddAvx2(low);
+}
+
+// AbsMaxScalar at AVX2 width (count a multiple of 8): NaN passed over too, the running maximum
+// being the operand VMAXPS returns when the other is NaN.
+ORTSERVE_AVX2_FMA float AbsMaxAvx2(const float* x, int count) {
+  const __m256 signBit = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int j = 0; j < count; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(signBit, _mm256_loadu_ps(x + j)), m);
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  return _mm_cvtss_f32(m4);
+}
+
+// QuantizeBlockAvx512 at AVX2 width: the same maximum, rounding, clamp and sums.
 ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale, int32_t* sum, int32_t* lowSum) {
   const __m256 signBit = _mm256_set1_ps(-0.0f);
   __m256 v[4];
@@ -319,25 +366,8 @@ ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
   const float amax = _mm_cvtss_f32(m4);
-  const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-  const __m256i lo = _mm256_set1_epi32(-127);
-  const __m256i hi = _mm256_set1_epi32(127);
-  __m256i qi[4];
-  __m256i total = _mm256_setzero_si256();
-  __m256i low = total;
-  for (int i = 0; i < 4; i++) {
-    // Round to nearest even (the default rounding mode); NaN converts to INT_MIN, clamped to -127.
-    qi[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)), lo), hi);
-    total = _mm256_add_epi32(total, qi[i]);
-    if (i == 1) low = total;
-  }
-  // Packing works within 128-bit lanes; the permute puts the 32 bytes back in order.
-  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
-                      _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  QuantizeBlockWithAvx2(x, amax > 0.0f ? 127.0f / amax : 0.0f, q, sum, lowSum);
   *scale = amax / 127.0f;
-  *sum = ReduceAddAvx2(total);
-  *lowSum = ReduceAddAvx2(low);
 }
 
 // Eight of block b's scales or offsets (`which`; h: which eight) as floats, as LoadMeta16.
@@ -574,12 +604,43 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
   TileRowsScalar(w, tile, x, row0, rows, dst, stride, count);
 }
 
-void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRows& x) {
+// Rows [from, to) of `in` quantized into x: per block of 32 with its own scale (llama.cpp's Q8_1 and
+// Q8_0), or with activationBlock 256 per super-block of 8 blocks with one (its Q8_K,
+// quantize_row_q8_K_ref: inv = 127 / max|x|, dx = 1 / inv; llama.cpp keeps both negated when the
+// largest-magnitude input is positive, which gives the same products).
+void QuantizeRows(const float* in, int64_t from, int64_t to, int k, int activationBlock, QuantizedRows& x) {
   const int blocks = k / kBlock;
 #ifdef ORTSERVE_X86_SIMD
   const int kernel = gKernel.load(std::memory_order_relaxed);
 #endif
-  for (int64_t r = from; r < to; r++)
+  for (int64_t r = from; r < to; r++) {
+    if (activationBlock == kSuperBlock) {
+      for (int b0 = 0; b0 < blocks; b0 += kSuperBlock / kBlock) {
+        const float* src = in + r * k + b0 * kBlock;
+#ifdef ORTSERVE_X86_SIMD
+        // The AVX-512 kernel's CPUs have AVX2: one quantizer for both.
+        const bool avx2 = kernel != kScalar;
+        const float amax = avx2 ? AbsMaxAvx2(src, kSuperBlock) : AbsMaxScalar(src, kSuperBlock);
+#else
+        const float amax = AbsMaxScalar(src, kSuperBlock);
+#endif
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int b = b0; b < b0 + kSuperBlock / kBlock; b++) {
+          BlockMeta* meta = x.Meta(r, b);
+          int32_t sum = 0;
+#ifdef ORTSERVE_X86_SIMD
+          if (avx2)
+            QuantizeBlockWithAvx2(in + r * k + b * kBlock, inv, x.Quants(r, b), &sum, &meta->lowSum);
+          else
+#endif
+            QuantizeBlockWithScalar(in + r * k + b * kBlock, inv, x.Quants(r, b), &sum, &meta->lowSum);
+          meta->scale = inv > 0.0f ? 1.0f / inv : 0.0f;
+          meta->start4 = -8 * sum;
+          meta->scaledSum = meta->scale * static_cast<float>(sum);
+        }
+      }
+      continue;
+    }
     for (int b = 0; b < blocks; b++) {
       const float* src = in + r * k + b * kBlock;
       BlockMeta* meta = x.Meta(r, b);
@@ -595,6 +656,7 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, QuantizedRow
       meta->start4 = -8 * sum;
       meta->scaledSum = meta->scale * static_cast<float>(sum);
     }
+  }
 }
 
 // A half factor and int8 codes with factor * code[i] == v[i] exactly in float, for `count` values;
@@ -641,9 +703,11 @@ PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }
 size_t BytesPackedOnThisThread() { return tPackedBytes; }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
-                                         int k, int bits, int scaleBlock) {
+                                         int k, int bits, int scaleBlock, int activationBlock) {
   if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
   if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
+  if (activationBlock != kBlock && activationBlock != kSuperBlock) return "activation_block must be 32 or 256";
+  if (k % activationBlock != 0) return "k must be a multiple of activation_block";
   if (scaleBlock != kBlock && scaleBlock != kBlock / 2) return "scales must come per 32 or per 16 inputs";
   const bool pairs = scaleBlock == kBlock / 2;
   const int64_t blockCount = static_cast<int64_t>(k) / kBlock;
@@ -666,6 +730,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   n_ = n;
   k_ = k;
   bits_ = bits;
+  activationBlock_ = activationBlock;
   hasOffsets_ = offsets != nullptr;
   pairScales_ = pairs;
   pairOffsets_ = pairOffsets;
@@ -842,18 +907,19 @@ bool SetBlockQuantMatMulKernel(const std::string& name) {
   return false;
 }
 
-void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, bool swiglu, float* out,
+void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, Glu glu, float* out,
                       const ParallelFor& parallelFor) {
   if (rows <= 0) return;
-  if (swiglu && (w.n() / 2) % kTile != 0) {
+  const bool gated = glu != Glu::kNone;
+  if (gated && (w.n() / 2) % kTile != 0) {
     const int n = w.n();
     // Halves that do not split into whole tiles: the projection, then the SwiGLU row by row.
     thread_local std::vector<float> projection;
     projection.resize(static_cast<size_t>(rows) * n);
-    BlockQuantMatMul(w, in, rows, false, projection.data(), parallelFor);
+    BlockQuantMatMul(w, in, rows, Glu::kNone, projection.data(), parallelFor);
     for (int64_t r = 0; r < rows; r++) {
       float* p = projection.data() + r * n;
-      SwiGluInPlace(p, p + n / 2, n / 2);
+      GluInPlace(glu, p, p + n / 2, n / 2);
       std::memcpy(out + r * (n / 2), p, sizeof(float) * (n / 2));
     }
     return;
@@ -878,7 +944,7 @@ void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t 
     }
     for (int64_t g = 0; g < groups; g++) groupState[g].store(0, std::memory_order_relaxed);
   } else {
-    QuantizeRows(in, 0, rows, k, quantized);
+    QuantizeRows(in, 0, rows, k, w.activationBlock(), quantized);
   }
   std::atomic<uint8_t>* state = groupState.get();
   // Returns once group g is ready, quantizing unclaimed groups (g first) meanwhile.
@@ -896,20 +962,21 @@ void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t 
         CpuRelax();
         continue;
       }
-      QuantizeRows(in, claimed * kRowGroup, std::min(rows, (claimed + 1) * kRowGroup), k, quantized);
+      QuantizeRows(in, claimed * kRowGroup, std::min(rows, (claimed + 1) * kRowGroup), k, w.activationBlock(),
+                   quantized);
       state[claimed].store(2, std::memory_order_release);
     }
   };
   const int n = w.n();
-  // With swiglu, item t is gate tile t and up tile t + half, each computed into a small buffer;
-  // only silu(gate) * up is written out.
+  // With a glu, item t is gate tile t and up tile t + half, each computed into a small buffer;
+  // only glu(gate, up) is written out.
   const int halfTiles = n / 2 / kTile;
   auto runTile = [&](size_t item) {
     const int tile = static_cast<int>(item);
     for (int64_t row0 = 0; row0 < rows; row0 += kRowGroup) {
       const int group = static_cast<int>(std::min<int64_t>(kRowGroup, rows - row0));
       if (parallel) awaitGroup(row0 / kRowGroup);
-      if (!swiglu) {
+      if (!gated) {
         TileRows(w, tile, quantized, row0, group, out + row0 * n + tile * kTile, n);
         continue;
       }
@@ -918,12 +985,12 @@ void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t 
       TileRows(w, tile, quantized, row0, group, gate[0], kTile);
       TileRows(w, tile + halfTiles, quantized, row0, group, up[0], kTile);
       for (int r = 0; r < group; r++) {
-        SwiGluInPlace(gate[r], up[r], kTile);
+        GluInPlace(glu, gate[r], up[r], kTile);
         std::memcpy(out + (row0 + r) * (n / 2) + tile * kTile, gate[r], sizeof gate[r]);
       }
     }
   };
-  const int items = swiglu ? halfTiles : w.tiles();
+  const int items = gated ? halfTiles : w.tiles();
   if (parallel)
     parallelFor(static_cast<size_t>(items), runTile);
   else

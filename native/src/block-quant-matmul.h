@@ -17,7 +17,11 @@
 //   scale * dx * (sum q * xq - zero point * sum xq) + offset * dx * sum xq,
 // the integer part exact, accumulated in float over blocks in order (with scales per 16 inputs,
 // the two halves' terms one after the other, the first half first; with offsets per 16, each
-// half's offset times dx times the sum of its half's xq, likewise).
+// half's offset times dx times the sum of its half's xq, likewise). For weights from GGUF's
+// K-quants (activation block 256) the inputs are quantized as llama.cpp's Q8_K instead: one dx per
+// 256 inputs (1 / (127 / max|x|)), the same for the super-block's 8 blocks; the integer products
+// are then llama.cpp's Q4_K x Q8_K ones, summed in float per block rather than in int32 per
+// super-block.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "projection-epilogue.h"
 
 namespace ortserve {
 
@@ -99,10 +104,11 @@ class PackedBlockQuantWeight {
   // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / scaleBlock] with
   // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, kept per 32
   // inputs when the two halves of every block of 32 carry the same offset, else per 16: GGUF's
-  // Q2_K). Rows past n (the converter's block-sum rows) are ignored. Returns nullptr, or what is
+  // Q2_K). Rows past n (the converter's block-sum rows) are ignored. activationBlock: the inputs
+  // one activation scale covers, 32 or 256 (see the arithmetic above). Returns nullptr, or what is
   // wrong.
   const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
-                   int scaleBlock = 32);
+                   int scaleBlock = 32, int activationBlock = 32);
 
   int n() const { return n_; }
   int k() const { return k_; }
@@ -110,6 +116,8 @@ class PackedBlockQuantWeight {
   // (GGUF's Q6_K) are packed in 6 bits with zero point 32, giving the same products.
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
+  // The inputs one activation scale covers: 32, or 256 (llama.cpp's Q8_K, for K-quant weights).
+  int activationBlock() const { return activationBlock_; }
   // Whether scales come per 16 inputs (two a block).
   bool pairScales() const { return pairScales_; }
   // Whether offsets come per 16 inputs too (two a block; only with pairScales).
@@ -142,6 +150,7 @@ class PackedBlockQuantWeight {
   int n_ = 0;
   int k_ = 0;
   int bits_ = 0;
+  int activationBlock_ = 32;
   bool hasOffsets_ = false;
   MetaKind meta_ = kFloatMeta;
   float offsetFold_ = 0.0f;
@@ -167,9 +176,9 @@ std::string BlockQuantMatMulKernel();
 // the slower ones on a faster CPU). Returns false, changing nothing, when this CPU has no such kernel.
 bool SetBlockQuantMatMulKernel(const std::string& name);
 
-// out [rows, n] = x [rows, k] times the weights; with swiglu (n even) the packed gate/up
-// projection's silu(gate) * up instead, out [rows, n / 2] (SwiGluInPlace's arithmetic).
-void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* x, int64_t rows, bool swiglu, float* out,
+// out [rows, n] = x [rows, k] times the weights; with a glu (n even) the packed gate/up
+// projection's glu(gate, up) instead, out [rows, n / 2] (GluInPlace's arithmetic).
+void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* x, int64_t rows, Glu glu, float* out,
                       const ParallelFor& parallelFor);
 
 }  // namespace ortserve

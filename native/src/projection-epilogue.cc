@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu-features.h"
+#include "half-float.h"
 
 #ifdef ORTSERVE_X86_SIMD
 #include <immintrin.h>
@@ -25,6 +27,25 @@ constexpr int kColumnTile = 512;
 constexpr int64_t kParallelWork = 1 << 18;
 
 const bool gAvx2Fma = Cpu().avx2 && Cpu().fma;
+const bool gF16c = Cpu().f16c;
+
+// ggml's GELU table: for every binary16 input, ggml_gelu_f32 of it in its operation order,
+// 0.5x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x x))), rounded to binary16 (tanh in double, rounded
+// once to float: tanhf to its last bit, as the graph computes it).
+const float* GeluTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (int h = 0; h < (1 << 16); h++) {
+      const float x = HalfToFloat(static_cast<uint16_t>(h));
+      const float inner = x * 0.044715f * x + 1.0f;
+      const float arg = x * static_cast<float>(0.7978845608028654) * inner;
+      const float tanh = static_cast<float>(std::tanh(static_cast<double>(arg)));
+      t[h] = HalfToFloat(FloatToHalf(x * 0.5f * (tanh + 1.0f)));
+    }
+    return t;
+  }();
+  return table.data();
+}
 
 using TileRows = float[kRowTile][kColumnTile];
 
@@ -70,6 +91,23 @@ __attribute__((target("avx2,fma"))) int SwiGluAvx2(float* a, const float* b, int
   }
   return vectors;
 }
+
+// a[j] = gelu(a[j]) * b[j]; returns how many it did (whole vectors).
+__attribute__((target("avx2,fma,f16c"))) int GeGluAvx2(const float* table, float* a, const float* b, int count) {
+  const int vectors = count / 8 * 8;
+  const __m256 low = _mm256_set1_ps(-10.0f);
+  const __m256 high = _mm256_set1_ps(10.0f);
+  for (int j = 0; j < vectors; j += 8) {
+    const __m256 x = _mm256_loadu_ps(a + j);
+    // VCVTPS2PH rounds to nearest even, as FloatToHalf; a NaN input takes the clamp's -10 here,
+    // and is kept below (not below 10).
+    const __m256i index = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(_mm256_max_ps(x, low), _MM_FROUND_TO_NEAREST_INT));
+    const __m256 gelu = _mm256_i32gather_ps(table, index, 4);
+    const __m256 value = _mm256_blendv_ps(x, gelu, _mm256_cmp_ps(x, high, _CMP_LT_OQ));
+    _mm256_storeu_ps(a + j, _mm256_mul_ps(value, _mm256_loadu_ps(b + j)));
+  }
+  return vectors;
+}
 #endif
 
 // dst[r][0, count) = the projection's columns [col0, col0 + count) for the tile's rows.
@@ -106,11 +144,31 @@ void SwiGluInPlace(float* a, const float* b, int count) {
   for (int j = done; j < count; j++) a[j] = a[j] / (1.0f + std::exp(-a[j])) * b[j];
 }
 
-void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int n, int blocks, bool swiglu,
+void GeGluInPlace(float* a, const float* b, int count) {
+  const float* table = GeluTable();
+  int done = 0;
+#ifdef ORTSERVE_X86_SIMD
+  if (gAvx2Fma && gF16c) done = GeGluAvx2(table, a, b, count);
+#endif
+  for (int j = done; j < count; j++) {
+    const float x = a[j];
+    a[j] = (x < 10.0f ? table[FloatToHalf(std::max(x, -10.0f))] : x) * b[j];
+  }
+}
+
+void GluInPlace(Glu glu, float* a, const float* b, int count) {
+  if (glu == Glu::kGeGlu)
+    GeGluInPlace(a, b, count);
+  else
+    SwiGluInPlace(a, b, count);
+}
+
+void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int n, int blocks, Glu glu,
                         float* out, const ParallelFor& parallelFor) {
+  const bool gated = glu != Glu::kNone;
   if (rows <= 0 || n <= 0) return;
   const Shape s{in, offsets, n + (offsets != nullptr ? blocks : 0), n, blocks};
-  const int width = swiglu ? n / 2 : n;
+  const int width = gated ? n / 2 : n;
   const int64_t rowTiles = (rows + kRowTile - 1) / kRowTile;
   // At least two column tiles, so a few rows still spread over the threads.
   const int columns = std::min(kColumnTile, ((width + 1) / 2 + 7) / 8 * 8);
@@ -122,10 +180,10 @@ void ProjectionEpilogue(const float* in, const float* offsets, int64_t rows, int
     const int count = std::min(columns, width - col0);
     alignas(32) TileRows first;
     Project(s, row0, tileRows, col0, count, first);
-    if (swiglu) {
+    if (gated) {
       alignas(32) TileRows up;
       Project(s, row0, tileRows, width + col0, count, up);
-      for (int r = 0; r < tileRows; r++) SwiGluInPlace(first[r], up[r], count);
+      for (int r = 0; r < tileRows; r++) GluInPlace(glu, first[r], up[r], count);
     }
     for (int r = 0; r < tileRows; r++) std::copy_n(first[r], count, out + (row0 + r) * width + col0);
   };

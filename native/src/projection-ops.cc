@@ -12,25 +12,28 @@ namespace ortserve {
 
 namespace {
 
-// Which epilogue follows the projection: the offsets' block sums added (Offset), the SwiGLU.
+// Which epilogue follows the projection: the offsets' block sums added (Offset), a gated
+// activation (SwiGLU, GeGLU).
 struct Epilogue {
   bool offsets;
-  bool swiglu;
+  Glu glu;
 };
 
-constexpr Epilogue kPlain{false, false};
-constexpr Epilogue kOffset{true, false};
-constexpr Epilogue kSwiGlu{false, true};
-constexpr Epilogue kOffsetSwiGlu{true, true};
+constexpr Epilogue kPlain{false, Glu::kNone};
+constexpr Epilogue kOffset{true, Glu::kNone};
+constexpr Epilogue kSwiGlu{false, Glu::kSwiGlu};
+constexpr Epilogue kOffsetSwiGlu{true, Glu::kSwiGlu};
+constexpr Epilogue kGeGlu{false, Glu::kGeGlu};
+constexpr Epilogue kOffsetGeGlu{true, Glu::kGeGlu};
 
 constexpr auto F = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 constexpr auto U8 = ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
 
-// ---- ortserve.BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu: projection-epilogue.h ----
+// ---- ortserve.BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu, GeGlu, BlockOffsetGeGlu: projection-epilogue.h ----
 // Inputs: the projection (with its block sums appended when the operator takes offsets
-// [..., n + blocks]) and the offsets C [blocks, n]; output [..., n], or [..., n / 2] after the
-// SwiGLU. Each stands for the Split, MatMul and Add (and Split, Sigmoid, Mul, Mul) the converter
-// emits (src/core/runner/epilogue-graph.ts).
+// [..., n + blocks]) and the offsets C [blocks, n]; output [..., n], or [..., n / 2] after a
+// gated activation. Each stands for the Split, MatMul and Add (and Split, Sigmoid, Mul, Mul, or
+// the Split and GELU table nodes) the converter emits (src/core/runner/epilogue-graph.ts).
 
 std::string CreateEpilogue(const void* params, const OrtApi*, const OrtKernelInfo*, void** out) {
   *out = new Epilogue(*static_cast<const Epilogue*>(params));
@@ -49,11 +52,12 @@ std::string ComputeEpilogue(const void* state, OrtKernelContext* context) {
   const int64_t n = kernel.offsets ? in[1].dims[1] : projection.dims.back();
   if (projection.dims.back() != n + blocks)
     return "the input's last dimension is not n + blocks of the offsets [blocks, n]";
-  if (kernel.swiglu && n % 2 != 0) return "the gate/up projection's width is odd";
+  const bool gated = kernel.glu != Glu::kNone;
+  if (gated && n % 2 != 0) return "the gate/up projection's width is odd";
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < projection.dims.size(); d++) rows *= projection.dims[d];
   std::vector<int64_t> outDims = projection.dims;
-  outDims.back() = kernel.swiglu ? n / 2 : n;
+  outDims.back() = gated ? n / 2 : n;
   OrtValue* output = nullptr;
   void* out = nullptr;
   std::string error = Failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
@@ -61,7 +65,7 @@ std::string ComputeEpilogue(const void* state, OrtKernelContext* context) {
   if (!error.empty()) return error;
   ProjectionEpilogue(static_cast<const float*>(projection.data),
                      kernel.offsets ? static_cast<const float*>(in[1].data) : nullptr, rows, static_cast<int>(n),
-                     static_cast<int>(blocks), kernel.swiglu, static_cast<float*>(out), ParallelForOf(context));
+                     static_cast<int>(blocks), kernel.glu, static_cast<float*>(out), ParallelForOf(context));
   return "";
 }
 
@@ -70,18 +74,19 @@ OpDescriptor EpilogueRow(const char* name, const Epilogue& epilogue) {
           DestroyEpilogue};
 }
 
-// ---- ortserve.BlockQuantMatMul[Offset][SwiGlu]: block-quant-matmul.h ----
+// ---- ortserve.BlockQuantMatMul[Offset][SwiGlu|GeGlu]: block-quant-matmul.h ----
 // Inputs: x [..., k], then MatMulNBits' constant B (uint8 [rows, k / bs, bs * bits / 8]) and
 // scales ([rows, k / bs]), and for the Offset forms the offsets C [k / bs, n], with bs the
-// block_size attribute (32, or 16 for scales per 16 inputs; absent: 32); output [..., n]
-// (n = rows, or C's width), or [..., n / 2] for the SwiGlu forms. Each stands for a MatMulNBits
-// and the epilogue after it (BlockOffsetAdd, SwiGlu, BlockOffsetSwiGlu) in the converted graph
+// block_size attribute (32, or 16 for scales per 16 inputs; absent: 32) and the activation_block
+// attribute (32, or 256: llama.cpp's Q8_K activations for K-quants; absent: 32); output [..., n]
+// (n = rows, or C's width), or [..., n / 2] for the SwiGlu and GeGlu forms. Each stands for a
+// MatMulNBits and the epilogue after it (BlockOffsetAdd, SwiGlu, GeGlu, ...) in the converted graph
 // (src/core/runner/epilogue-graph.ts); the weights are repacked once, when the session makes the
 // kernel.
 
 struct QuantMatMulKernel {
   PackedBlockQuantWeight weight;
-  bool swiglu = false;
+  Glu glu = Glu::kNone;
 };
 
 std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool offsets,
@@ -103,6 +108,12 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
     blockSize = 32;
   }
   if (blockSize != 16 && blockSize != 32) return "block_size must be 16 or 32";
+  // The inputs one activation scale covers: 32, or 256 for K-quant weights (llama.cpp's Q8_K).
+  int64_t activationBlock = 32;
+  if (OrtStatus* absent = api->KernelInfoGetAttribute_int64(info, "activation_block", &activationBlock)) {
+    api->ReleaseStatus(absent);
+    activationBlock = 32;
+  }
   const TensorView& quants = in[1];
   const TensorView& scales = in[2];
   if (quants.dims.size() != 3 || (quants.dims[2] * 8 != blockSize * 4 && quants.dims[2] * 8 != blockSize * 8))
@@ -122,7 +133,8 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
   const char* problem = weight->Pack(static_cast<const uint8_t*>(quants.data), static_cast<const float*>(scales.data),
                                      offsets ? static_cast<const float*>(in[3].data) : nullptr, static_cast<int>(n),
                                      static_cast<int>(blocks * blockSize),
-                                     static_cast<int>(quants.dims[2] * 8 / blockSize), static_cast<int>(blockSize));
+                                     static_cast<int>(quants.dims[2] * 8 / blockSize), static_cast<int>(blockSize),
+                                     static_cast<int>(activationBlock));
   if (problem != nullptr) return problem;
   // Packed: the initializers' pages are not read again (file-pages.h).
   // Debt: a matrix's file pages are all resident beside its packed copy until it is packed, so
@@ -138,9 +150,9 @@ std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool o
 std::string CreateQuantMatMul(const void* params, const OrtApi* api, const OrtKernelInfo* info, void** out) {
   const Epilogue& epilogue = *static_cast<const Epilogue*>(params);
   auto* kernel = new QuantMatMulKernel();
-  kernel->swiglu = epilogue.swiglu;
+  kernel->glu = epilogue.glu;
   std::string error = PackQuantMatMul(api, info, epilogue.offsets, &kernel->weight);
-  if (error.empty() && kernel->swiglu && kernel->weight.n() % 2 != 0) error = "the gate/up projection's width is odd";
+  if (error.empty() && kernel->glu != Glu::kNone && kernel->weight.n() % 2 != 0) error = "the gate/up projection's width is odd";
   if (!error.empty()) {
     delete kernel;
     return error;
@@ -161,13 +173,13 @@ std::string ComputeQuantMatMul(const void* state, OrtKernelContext* context) {
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < x.dims.size(); d++) rows *= x.dims[d];
   std::vector<int64_t> outDims = x.dims;
-  outDims.back() = kernel.swiglu ? weight.n() / 2 : weight.n();
+  outDims.back() = kernel.glu != Glu::kNone ? weight.n() / 2 : weight.n();
   OrtValue* output = nullptr;
   void* out = nullptr;
   error = Failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
   if (error.empty()) error = Failure(ort->GetTensorMutableData(output, &out));
   if (!error.empty()) return error;
-  BlockQuantMatMul(weight, static_cast<const float*>(x.data), rows, kernel.swiglu, static_cast<float*>(out),
+  BlockQuantMatMul(weight, static_cast<const float*>(x.data), rows, kernel.glu, static_cast<float*>(out),
                    ParallelForOf(context));
   return "";
 }
@@ -191,10 +203,14 @@ std::vector<OpDescriptor> ProjectionOps() {
   return {EpilogueRow("BlockOffsetAdd", kOffset),
           EpilogueRow("SwiGlu", kSwiGlu),
           EpilogueRow("BlockOffsetSwiGlu", kOffsetSwiGlu),
+          EpilogueRow("GeGlu", kGeGlu),
+          EpilogueRow("BlockOffsetGeGlu", kOffsetGeGlu),
           QuantMatMulRow("BlockQuantMatMul", kPlain),
           QuantMatMulRow("BlockQuantMatMulOffset", kOffset),
           QuantMatMulRow("BlockQuantMatMulSwiGlu", kSwiGlu),
-          QuantMatMulRow("BlockQuantMatMulOffsetSwiGlu", kOffsetSwiGlu)};
+          QuantMatMulRow("BlockQuantMatMulOffsetSwiGlu", kOffsetSwiGlu),
+          QuantMatMulRow("BlockQuantMatMulGeGlu", kGeGlu),
+          QuantMatMulRow("BlockQuantMatMulOffsetGeGlu", kOffsetGeGlu)};
 }
 
 }  // namespace ortserve

@@ -19,9 +19,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { onnxFileName } from "../../src/core/model/model-files.ts";
+import { activationBlocksOf, describeModel } from "../../src/core/runner/attention-graph.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
 import { hasIntegerBlocks } from "../../src/models/convert/integer-blocks.ts";
-import { readQuantReport } from "../../src/models/convert/quant-report.ts";
+import { readQ8kActivations, readQuantReport } from "../../src/models/convert/quant-report.ts";
 import {
   concatNBits,
   exactNBits,
@@ -35,7 +37,7 @@ import { float32ToFp16 } from "../../src/models/gguf/half.ts";
 import { GgmlType, type GgmlTypeId } from "../../src/models/gguf/types.ts";
 import type { GgufTensorInput } from "../../src/models/gguf/writer.ts";
 import { LlamaReference } from "../fidelity/llama-reference.ts";
-import { openOrtCandidate } from "../fidelity/ort-candidate.ts";
+import { type OrtCandidate, openOrtCandidate } from "../fidelity/ort-candidate.ts";
 import { type SyntheticRow, writeRowGguf } from "../fixtures/synthetic-architectures.ts";
 import { seededRandom } from "../fixtures/synthetic-model.ts";
 
@@ -210,6 +212,10 @@ describe("GGUF quant types → MatMulNBits blocks, exactly", () => {
     const values = new Float32Array(8 * k);
     for (const [i, p] of parts.entries()) values.set(p.values, i * 2 * k);
     expectFileValues(both, values);
+    // llama.cpp's activation blocks: Q8_K for a stack of K-quants alone, else blocks of 32 for all.
+    expect(parts.map((p) => p.w.activationBlock)).toEqual([256, 256, undefined, 256]);
+    expect(both.activationBlock).toBeUndefined();
+    expect(concatNBits([parts[0]!.w, parts[1]!.w]).activationBlock).toBe(256);
   });
 
   for (const type of [GgmlType.F16, GgmlType.BF16, GgmlType.Q8_K]) {
@@ -331,6 +337,8 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
     expect(quantTypes.find((u) => u.type === name)?.mapping).toBe("exact");
     expect(quantTypes.every((u) => u.mapping === "exact")).toBe(true);
     expect(readQuantReport(quantDir)).toEqual(quantTypes);
+    // Activations go in blocks of 32 unless asked otherwise: nothing is recorded for the kernel.
+    expect(activationBlocksOf(readFileSync(join(quantDir, "onnx", onnxFileName("q4"))))).toEqual({});
     if (float) {
       // Float matrices stay float32 in a q4 model: its logits are the exact model's.
       expect(quantTypes.map((u) => u.stored)).toEqual(["float32"]);
@@ -345,13 +353,7 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
       }
       return;
     }
-    const exact = await openOrtCandidate(exactDir, "fp32", 1);
-    const quant = await openOrtCandidate(quantDir, "q4", 1);
-    const reference = await LlamaReference.load(gguf, { threads: 1, contextSize: 64 });
-    try {
-      const want = await exact.teacherForced(PROMPT);
-      const ours = medianRowError(await quant.teacherForced(PROMPT), want);
-      const theirs = medianRowError(await reference.logitRows(PROMPT), want);
+    await againstExact(gguf, exactDir, quantDir, async ({ ours, theirs, quant }) => {
       // llama.cpp's own run of the file is the yardstick: its int8 activations err as ours do (a
       // wrong value anywhere would put ours far off: the weights are of the order of the logits').
       expect(ours).toBeLessThan(5e-2);
@@ -365,6 +367,27 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
         const projected = quantTypes.find((u) => u.type === name)!.weights - vocab * row.hidden;
         expect((packedWeightBytes! * 8) / projected).toBeCloseTo(KERNEL_BITS[name]!, 2);
       }
+    });
+  }
+
+  /**
+   * The median row error of the q4 model's logits (ours) and of llama.cpp's run of the GGUF
+   * (theirs) against the exact model's, over PROMPT, for `check`.
+   */
+  async function againstExact(
+    gguf: string,
+    exactDir: string,
+    quantDir: string,
+    check: (r: { ours: number; theirs: number; quant: OrtCandidate }) => Promise<void>,
+  ): Promise<void> {
+    const exact = await openOrtCandidate(exactDir, "fp32", 1);
+    const quant = await openOrtCandidate(quantDir, "q4", 1);
+    const reference = await LlamaReference.load(gguf, { threads: 1, contextSize: 64 });
+    try {
+      const want = await exact.teacherForced(PROMPT);
+      const ours = medianRowError(await quant.teacherForced(PROMPT), want);
+      const theirs = medianRowError(await reference.logitRows(PROMPT), want);
+      await check({ ours, theirs, quant });
     } finally {
       await exact.release();
       await quant.release();
@@ -374,6 +397,30 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
 
   it("runs every matrix of the type on ortserve's kernels, as close to the exact logits as llama.cpp", () =>
     everyMatrix("untied", ROW));
+
+  // Asked for llama.cpp's arithmetic, a K-quant's activations go in its Q8_K blocks of 256: the
+  // model records every projection's weights so for the kernel, and the report names it.
+  it.runIf(name.endsWith("_K"))("converts with llama.cpp's Q8_K activations when asked", async () => {
+    const gguf = write("q8k.gguf", (t) => MATRICES.test(t.name));
+    const quantDir = join(root, "q8k-q4");
+    const { q8kActivations } = await convertGguf(gguf, quantDir, { format: "q4", q8kActivations: true });
+    const model = readFileSync(join(quantDir, "onnx", onnxFileName("q4")));
+    const projections = describeModel(model)
+      .nodes.filter((n) => n.opType === "MatMulNBits")
+      .map((n) => n.inputs[1]!);
+    expect(projections.length).toBeGreaterThan(0);
+    const recorded = activationBlocksOf(model);
+    expect(projections.map((p) => recorded[p])).toEqual(projections.map(() => 256));
+    expect(q8kActivations).toEqual({ projections: projections.length, of: projections.length });
+    expect(readQ8kActivations(quantDir)).toEqual(q8kActivations);
+    const exactDir = join(root, "q8k-fp32");
+    await convertGguf(gguf, exactDir, { format: "fp32" });
+    // The same int8 activations as llama.cpp's run: as far from the exact logits, give or take
+    // the float rounding that moves a few of them to the next step.
+    await againstExact(gguf, exactDir, quantDir, async ({ ours, theirs }) => {
+      expect(ours).toBeLessThanOrEqual(1.5 * theirs);
+    });
+  });
 
   // A tied table with offsets is gathered from, and multiplied by, the same block-sum-row initializers.
   it.runIf(name === "Q4_K")("serves a tied embedding of the type as the lm head too", () =>

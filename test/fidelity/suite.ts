@@ -12,8 +12,10 @@ import { basename, join } from "node:path";
 import type { ModelFormat } from "../../src/core/model/model-files.ts";
 import type { KvCacheDtypeSetting } from "../../src/core/types.ts";
 import {
+  describeQ8kActivations,
   describeQuantUses,
   type QuantTypeUse,
+  readQ8kActivations,
   readQuantReport,
 } from "../../src/models/convert/quant-report.ts";
 import { modelsDir } from "../../src/util/paths.ts";
@@ -208,10 +210,13 @@ export async function runFidelity(opts: FidelityOptions): Promise<FidelityReport
     }
 
     const quantTypes = readQuantReport(modelDir);
+    const q8kActivations = readQ8kActivations(modelDir);
     const quantization = quantTypes && {
       requantized: quantTypes.some((u) => u.mapping === "requantized"),
       types: quantTypes,
+      ...(q8kActivations && { q8kActivations }),
     };
+    if (q8kActivations) log(`q4 ${describeQ8kActivations(q8kActivations)}`);
     if (quantization?.requantized)
       log(`q4 is requantized, not the GGUF's values: ${describeQuantUses(quantTypes!).join("; ")}`);
     return {

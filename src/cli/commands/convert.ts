@@ -24,6 +24,9 @@ Options:
   --allow-requantize   q4: requantize tensors whose type ortserve cannot map exactly
                        (Q8_K) to 8-bit blocks instead of refusing the file;
                        the model is then not the file's, and says so
+  --q8k-activations    q4: quantize the activations of K-quant weights as llama.cpp
+                       does, in Q8_K blocks of 256 inputs (its arithmetic); by default
+                       they go in blocks of 32, closer to the exact model
   -h, --help           show this help
 
 Every other GGUF type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; F32,
@@ -38,6 +41,7 @@ export async function run(argv: string[]): Promise<void> {
     options: {
       format: { type: "string" },
       "allow-requantize": { type: "boolean" },
+      "q8k-activations": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -64,5 +68,6 @@ export async function run(argv: string[]): Promise<void> {
     format,
     converter,
     allowRequantize: values["allow-requantize"] === true,
+    q8kActivations: values["q8k-activations"] === true,
   });
 }

@@ -16,7 +16,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { Tensor } from "onnxruntime-node";
-import { fuseEpilogues } from "./epilogue-graph.ts";
+import { ACTIVATION_BLOCKS_METADATA, fuseEpilogues } from "./epilogue-graph.ts";
 import type { KvDtype } from "./kv-rows.ts";
 import { cacheRowElements } from "./kv-slots.ts";
 import { concat, fields, lengthDelimited, readVarint, stringField, text, varint } from "./proto-fields.ts";
@@ -177,6 +177,17 @@ function tokenRowsInput(): Uint8Array {
 
 const isCacheTensor = (name: string) => /^(past_key_values|present)\.\d+\.(key|value)$/.test(name);
 
+/** The converter's activation blocks (ACTIVATION_BLOCKS_METADATA) from metadata_props 14 (key 1, value 2). */
+export function activationBlocksOf(model: Uint8Array): Record<string, number> {
+  for (const f of fields(model)) {
+    if (f.number !== 14 || !f.payload) continue;
+    const entry = fields(f.payload);
+    if (text(entry.find((e) => e.number === 1)?.payload) !== ACTIVATION_BLOCKS_METADATA) continue;
+    return JSON.parse(text(entry.find((e) => e.number === 2)?.payload)) as Record<string, number>;
+  }
+  return {};
+}
+
 /**
  * The ModelProto with every GroupQueryAttention node replaced, every projection epilogue fused and
  * the ortserve operator set imported, or undefined when the graph has neither (nothing to
@@ -191,6 +202,7 @@ export function withCachedAttention(
   let replaced = 0;
   let fused = 0;
   const parts: Uint8Array[] = [];
+  const activationBlocks = activationBlocksOf(model);
   for (const f of fields(model)) {
     if (f.number !== 7 || !f.payload) {
       parts.push(f.raw);
@@ -210,7 +222,10 @@ export function withCachedAttention(
       return lengthDelimited(1, node);
     });
     if (replaced > 0) graph.push(tokenRowsInput());
-    const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN, { quantMatMul: opts.quantMatMul });
+    const fusion = fuseEpilogues(concat(graph), ATTENTION_DOMAIN, {
+      quantMatMul: opts.quantMatMul,
+      activationBlocks,
+    });
     fused += fusion.fused;
     parts.push(lengthDelimited(7, fusion.graph));
   }

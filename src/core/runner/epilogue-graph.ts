@@ -24,7 +24,15 @@ import {
   readVarint,
   stringField,
   text,
+  varint,
 } from "./proto-fields.ts";
+
+/**
+ * The model metadata key under which the converter records, as JSON { initializer: block }, the
+ * quant weights whose activations llama.cpp quantizes in blocks other than 32 (256: Q8_K, for the
+ * K-quants); BlockQuantMatMul takes it as its activation_block attribute.
+ */
+export const ACTIVATION_BLOCKS_METADATA = "ortserve.activation_blocks";
 
 export const BLOCK_OFFSET_OP = "BlockOffsetAdd";
 export const SWIGLU_OP = "SwiGlu";
@@ -33,6 +41,10 @@ export const QUANT_MATMUL_OP = "BlockQuantMatMul";
 export const QUANT_MATMUL_OFFSET_OP = "BlockQuantMatMulOffset";
 export const QUANT_MATMUL_SWIGLU_OP = "BlockQuantMatMulSwiGlu";
 export const QUANT_MATMUL_OFFSET_SWIGLU_OP = "BlockQuantMatMulOffsetSwiGlu";
+export const GEGLU_OP = "GeGlu";
+export const BLOCK_OFFSET_GEGLU_OP = "BlockOffsetGeGlu";
+export const QUANT_MATMUL_GEGLU_OP = "BlockQuantMatMulGeGlu";
+export const QUANT_MATMUL_OFFSET_GEGLU_OP = "BlockQuantMatMulOffsetGeGlu";
 
 interface Node {
   opType: string;
@@ -83,6 +95,15 @@ function splitsLastAxis(split: Node): boolean {
     const i = fs.find((f) => f.number === 3);
     return i !== undefined && i.raw.length === minusOne.length && i.raw.every((b, k) => b === minusOne[k]);
   });
+}
+
+/** An int attribute (AttributeProto name 1, i 3, type 20 = INT). */
+function intAttributeProto(name: string, value: number): Uint8Array {
+  return concat([
+    stringField(1, name),
+    Uint8Array.from([0x18, ...varint(value)]),
+    Uint8Array.from([0xa0, 0x01, 2]),
+  ]);
 }
 
 /** A node's int attribute (AttributeProto name 1, i 3), when set and small and non-negative. */
@@ -242,32 +263,17 @@ function fuseSwiGlu(g: GraphEdit, domain: string): number {
     for (const [silu, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
       const [siluMul, mi] = g.producerOf(silu) ?? [];
       if (!isOp(siluMul, "Mul") || siluMul.inputs.length !== 2) continue;
-      const [split, si] = g.producerOf(up) ?? [];
-      if (!isOp(split, "Split") || split.outputs.length !== 2 || split.outputs[1] !== up) continue;
+      const [split, si] = gateUpSplit(g, up) ?? [];
+      if (!split) continue;
       const gate = split.outputs[0]!;
       const sigmoidOut = siluMul.inputs.find((x) => x !== gate);
       if (!sigmoidOut || !siluMul.inputs.includes(gate)) continue;
       const [sigmoid, gi] = g.producerOf(sigmoidOut) ?? [];
       if (!isOp(sigmoid, "Sigmoid") || sigmoid.inputs[0] !== gate) continue;
-      if (!splitsLastAxis(split) || split.inputs.length !== 2) continue;
-      const sizes = g.initializerInt64s(split.inputs[1]!);
-      if (sizes?.length !== 2 || sizes[0] !== sizes[1]) continue;
       if (g.readCount(gate) !== 2 || g.readCount(up) !== 1) continue;
       if (g.readCount(sigmoidOut) !== 1 || g.readCount(silu) !== 1) continue;
       for (const n of [si!, mi!, gi!]) g.remove(n);
-      // After an offset term read by nothing else, both go into one operator.
-      const [offset, oi] = g.producerOf(split.inputs[0]!) ?? [];
-      const absorb =
-        offset?.opType === BLOCK_OFFSET_OP && offset.domain === domain && g.readCount(split.inputs[0]!) === 1;
-      if (absorb) g.remove(oi!);
-      const inputs = absorb ? offset.inputs : [split.inputs[0]!];
-      g.replace(i, {
-        ...act,
-        opType: inputs.length === 2 ? BLOCK_OFFSET_SWIGLU_OP : SWIGLU_OP,
-        domain,
-        inputs,
-        attributes: [],
-      });
+      replaceWithGlu(g, i, act, split, domain, [SWIGLU_OP, BLOCK_OFFSET_SWIGLU_OP]);
       fused++;
       return;
     }
@@ -275,11 +281,119 @@ function fuseSwiGlu(g: GraphEdit, domain: string): number {
   return fused;
 }
 
+/**
+ * Node i (act) becomes the gated activation `ops` names of the projection `split` cut in two, or
+ * its block-offset form after an offset term read by nothing else (both go into one operator).
+ */
+function replaceWithGlu(
+  g: GraphEdit,
+  i: number,
+  act: Node,
+  split: Node,
+  domain: string,
+  [plain, withOffset]: [string, string],
+): void {
+  const [offset, oi] = g.producerOf(split.inputs[0]!) ?? [];
+  const absorb =
+    offset?.opType === BLOCK_OFFSET_OP && offset.domain === domain && g.readCount(split.inputs[0]!) === 1;
+  if (absorb) g.remove(oi!);
+  const inputs = absorb ? offset.inputs : [split.inputs[0]!];
+  g.replace(i, { ...act, opType: inputs.length === 2 ? withOffset : plain, domain, inputs, attributes: [] });
+}
+
+/** The gate/up Split whose halves are `gate` and `up`, splitting the last axis in equal parts. */
+function gateUpSplit(g: GraphEdit, up: string): [Node, number] | undefined {
+  const [split, si] = g.producerOf(up) ?? [];
+  if (!isOp(split, "Split") || split.outputs.length !== 2 || split.outputs[1] !== up) return undefined;
+  if (!splitsLastAxis(split) || split.inputs.length !== 2) return undefined;
+  const sizes = g.initializerInt64s(split.inputs[1]!);
+  if (sizes?.length !== 2 || sizes[0] !== sizes[1]) return undefined;
+  return [split, si!];
+}
+
+/** The op types of the converter's GELU table subgraph (decoder-graph.ts tanhGeluFp16Table), by count. */
+const GELU_TABLE_OPS: Record<string, number> = { Max: 1, Cast: 6, Mul: 6, Add: 2, Tanh: 1 };
+
+/**
+ * The converter's GeGLU, act = Mul(Where(Less(gate, 10), table(gate), gate), up) with gate and up
+ * the halves of a gate/up Split and table(gate) its GELU table subgraph (nodes reading only gate
+ * and constants, read by nothing else, of exactly GELU_TABLE_OPS), becomes GeGlu, the same
+ * function (native/src/projection-epilogue.h; test/runner/epilogue-op.test.ts holds them equal on
+ * every binary16 input).
+ */
+function fuseGeGlu(g: GraphEdit, domain: string): number {
+  let fused = 0;
+  g.nodes.forEach((act, i) => {
+    if (!isOp(act, "Mul") || act.inputs.length !== 2) return;
+    for (const [activated, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
+      const [where, wi] = g.producerOf(activated) ?? [];
+      if (!isOp(where, "Where") || where.inputs.length !== 3) continue;
+      const [split, si] = gateUpSplit(g, up) ?? [];
+      if (!split) continue;
+      const gate = split.outputs[0]!;
+      const [condition, table, otherwise] = where.inputs as [string, string, string];
+      if (otherwise !== gate) continue;
+      const [less, li] = g.producerOf(condition) ?? [];
+      if (!isOp(less, "Less") || less.inputs[0] !== gate || g.producerOf(less.inputs[1]!)) continue;
+      const subgraph = tableSubgraph(g, table, gate);
+      if (!subgraph) continue;
+      if (g.readCount(gate) !== 3 || g.readCount(up) !== 1 || g.readCount(activated) !== 1) continue;
+      if (g.readCount(condition) !== 1 || g.readCount(table) !== 1) continue;
+      for (const n of [si!, wi!, li!, ...subgraph]) g.remove(n);
+      replaceWithGlu(g, i, act, split, domain, [GEGLU_OP, BLOCK_OFFSET_GEGLU_OP]);
+      fused++;
+      return;
+    }
+  });
+  return fused;
+}
+
+/**
+ * The nodes computing `table` from `gate` and constants, when they are GELU_TABLE_OPS exactly and
+ * what they produce is read among them alone (but `table`); else undefined.
+ */
+function tableSubgraph(g: GraphEdit, table: string, gate: string): number[] | undefined {
+  const found = new Map<number, Node>();
+  const pending = [table];
+  while (pending.length > 0) {
+    const tensor = pending.pop()!;
+    if (tensor === gate) continue;
+    const [node, ni] = g.producerOf(tensor) ?? [];
+    if (!node) continue; // a constant (initializer)
+    if (node.domain !== "" || found.has(ni!)) continue;
+    found.set(ni!, node);
+    if (found.size > 16) return undefined;
+    pending.push(...node.inputs);
+  }
+  const counts: Record<string, number> = {};
+  for (const n of found.values()) counts[n.opType] = (counts[n.opType] ?? 0) + 1;
+  const ops = Object.keys(GELU_TABLE_OPS);
+  if (Object.keys(counts).length !== ops.length || ops.some((op) => counts[op] !== GELU_TABLE_OPS[op]))
+    return undefined;
+  // Every value made inside is read inside only (the table by the Where).
+  const readsInside = new Map<string, number>();
+  for (const n of found.values())
+    for (const input of n.inputs) readsInside.set(input, (readsInside.get(input) ?? 0) + 1);
+  for (const n of found.values())
+    for (const output of n.outputs)
+      if (output !== table && g.readCount(output) !== (readsInside.get(output) ?? 0)) return undefined;
+  if (!found.has(g.producerOf(table)?.[1] ?? -1)) return undefined;
+  // Nothing else reaches in: only gate, the table's own values and constants.
+  for (const n of found.values())
+    for (const input of n.inputs) {
+      const [producer, pi] = g.producerOf(input) ?? [];
+      if (input !== gate && producer && !found.has(pi!)) return undefined;
+    }
+  return [...found.keys()];
+}
+
 /** The BlockQuantMatMul form that stands for a MatMulNBits followed by `epilogue`. */
 const QUANT_MATMUL_WITH: Record<string, string> = {
   [BLOCK_OFFSET_OP]: QUANT_MATMUL_OFFSET_OP,
   [SWIGLU_OP]: QUANT_MATMUL_SWIGLU_OP,
   [BLOCK_OFFSET_SWIGLU_OP]: QUANT_MATMUL_OFFSET_SWIGLU_OP,
+  [GEGLU_OP]: QUANT_MATMUL_GEGLU_OP,
+  [BLOCK_OFFSET_GEGLU_OP]: QUANT_MATMUL_OFFSET_GEGLU_OP,
 };
 
 /**
@@ -288,7 +402,7 @@ const QUANT_MATMUL_WITH: Record<string, string> = {
  * nothing else) one BlockQuantMatMul form: the offset term's block-sum rows are then skipped, and a
  * SwiGLU's gate and up never leave the kernel.
  */
-function fuseQuantMatMul(g: GraphEdit, domain: string): number {
+function fuseQuantMatMul(g: GraphEdit, domain: string, activationBlocks: Record<string, number>): number {
   let fused = 0;
   const quantizable = (n: Node | undefined): n is Node =>
     n?.opType === "MatMulNBits" &&
@@ -296,6 +410,14 @@ function fuseQuantMatMul(g: GraphEdit, domain: string): number {
     n.inputs.length === 3 &&
     [16, 32].includes(intAttribute(n, "block_size") ?? 0) &&
     [4, 8].includes(intAttribute(n, "bits") ?? 0);
+  // block_size, and the activation block where the converter recorded one for the weights.
+  const attributes = (mm: Node) => {
+    const activationBlock = activationBlocks[mm.inputs[1]!];
+    return [
+      ...attributeNamed(mm, "block_size"),
+      ...(activationBlock ? [intAttributeProto("activation_block", activationBlock)] : []),
+    ];
+  };
   g.nodes.forEach((_, i) => {
     const epilogue = g.current(i);
     const opType = epilogue?.domain === domain ? QUANT_MATMUL_WITH[epilogue.opType] : undefined;
@@ -308,14 +430,14 @@ function fuseQuantMatMul(g: GraphEdit, domain: string): number {
       ...epilogue,
       opType,
       inputs: [...mm.inputs, ...epilogue.inputs.slice(1)],
-      attributes: attributeNamed(mm, "block_size"),
+      attributes: attributes(mm),
     });
     fused++;
   });
   g.nodes.forEach((_, i) => {
     const mm = g.current(i);
     if (!quantizable(mm)) return;
-    g.replace(i, { ...mm, opType: QUANT_MATMUL_OP, domain, attributes: attributeNamed(mm, "block_size") });
+    g.replace(i, { ...mm, opType: QUANT_MATMUL_OP, domain, attributes: attributes(mm) });
     fused++;
   });
   return fused;
@@ -329,12 +451,13 @@ function fuseQuantMatMul(g: GraphEdit, domain: string): number {
 export function fuseEpilogues(
   graph: Uint8Array,
   domain: string,
-  opts: { quantMatMul?: boolean } = {},
+  opts: { quantMatMul?: boolean; activationBlocks?: Record<string, number> } = {},
 ): { graph: Uint8Array; fused: number } {
   const g = new GraphEdit(graph);
   fuseOffsets(g, domain);
   fuseSwiGlu(g, domain);
-  if (opts.quantMatMul) fuseQuantMatMul(g, domain);
+  fuseGeGlu(g, domain);
+  if (opts.quantMatMul) fuseQuantMatMul(g, domain, opts.activationBlocks ?? {});
   if (g.edits === 0) return { graph, fused: 0 };
   return { graph: g.encode(), fused: g.edits };
 }

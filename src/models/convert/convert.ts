@@ -3,8 +3,9 @@
  * ortserve and transformers.js load: config.json, generation_config.json, tokenizer.json,
  * tokenizer_config.json and onnx/<model>.onnx + external data.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { activationBlocksOf, describeModel } from "../../core/runner/attention-graph.ts";
 import { openGguf } from "../gguf/reader.ts";
 import type { GgufValue } from "../gguf/types.ts";
 import { GGUF_ROPE_FREQS, type Hyperparameters, readHyperparameters } from "./architectures.ts";
@@ -12,7 +13,7 @@ import { emitDecoderGraph, type WeightProvider } from "./decoder-graph.ts";
 import { ggufWeightProvider, type WeightFormat } from "./gguf-weights.ts";
 import { buildGenerationConfig, buildModelConfig, onnxFileName, type SpecialTokenIds } from "./hf-config.ts";
 import { ExternalDataFile, GraphBuilder } from "./onnx/graph-builder.ts";
-import { QUANT_REPORT_FILE, QuantReport, type QuantTypeUse } from "./quant-report.ts";
+import { type Q8kActivations, QUANT_REPORT_FILE, QuantReport, type QuantTypeUse } from "./quant-report.ts";
 import { buildTokenizerFiles } from "./tokenizer.ts";
 
 /** Bumped whenever converted output changes, so cached conversions are redone. */
@@ -28,6 +29,11 @@ export interface ConvertOptions {
    * says so.
    */
   allowRequantize?: boolean;
+  /**
+   * q4: quantize the activations of K-quant weights as llama.cpp does, in Q8_K blocks of 256
+   * (default: blocks of 32, closer to the exact model). The quantization report says so.
+   */
+  q8kActivations?: boolean;
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -51,11 +57,21 @@ function tokenIds(metadata: Map<string, GgufValue>): SpecialTokenIds {
   return { bosId: id("tokenizer.ggml.bos_token_id"), eosIds, padId: id("tokenizer.ggml.padding_token_id") };
 }
 
+/** The written q4 graph's projections, and how many of them the converter recorded for Q8_K activations. */
+function q8kProjections(outDir: string): Q8kActivations {
+  const model = readFileSync(join(outDir, "onnx", onnxFileName("q4")));
+  const recorded = activationBlocksOf(model);
+  const weights = describeModel(model)
+    .nodes.filter((n) => n.opType === "MatMulNBits")
+    .map((n) => n.inputs[1]!);
+  return { projections: weights.filter((w) => recorded[w] === 256).length, of: weights.length };
+}
+
 export async function convertGguf(
   ggufPath: string,
   outDir: string,
   opts: ConvertOptions,
-): Promise<{ files: string[]; quantTypes: QuantTypeUse[] }> {
+): Promise<{ files: string[]; quantTypes: QuantTypeUse[]; q8kActivations?: Q8kActivations }> {
   const file = openGguf(ggufPath);
   try {
     const ropeFreqs = file.tensor(GGUF_ROPE_FREQS);
@@ -66,12 +82,14 @@ export async function convertGguf(
     const report = new QuantReport();
     const weights = ggufWeightProvider(file, hp, opts.format, {
       allowRequantize: opts.allowRequantize,
+      q8kActivations: opts.q8kActivations,
       report,
     });
     const total = writeDecoderOnnx(outDir, hp, weights, opts);
     const quantTypes = report.entries();
     const reportFile = join("onnx", QUANT_REPORT_FILE);
-    if (opts.format === "q4") writeJson(join(outDir, reportFile), { types: quantTypes });
+    const q8kActivations = opts.q8kActivations && opts.format === "q4" ? q8kProjections(outDir) : undefined;
+    if (opts.format === "q4") writeJson(join(outDir, reportFile), { types: quantTypes, q8kActivations });
     opts.onProgress?.(total - 1, total, "tokenizer");
 
     const tokenizer = buildTokenizerFiles(file.metadata, { modelMaxLength: hp.contextLength });
@@ -91,6 +109,7 @@ export async function convertGguf(
         ...(opts.format === "q4" ? [reportFile] : []),
       ].map((f) => join(outDir, f)),
       quantTypes,
+      q8kActivations,
     };
   } finally {
     file.close();

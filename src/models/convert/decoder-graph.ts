@@ -12,6 +12,7 @@
  * fusing each residual add with the next RMSNorm. Per-node overhead dominates single-token decode at
  * this model size, so the graph is kept to as few nodes as the exact weight mapping allows.
  */
+import { ACTIVATION_BLOCKS_METADATA } from "../../core/runner/epilogue-graph.ts";
 import type { Hyperparameters } from "./architectures.ts";
 import type { GraphBuilder } from "./onnx/graph-builder.ts";
 import { OnnxDataType } from "./onnx/proto.ts";
@@ -87,7 +88,8 @@ function transpose(values: Float32Array, rows: number, cols: number): Float32Arr
  * computed here in the graph with ggml_gelu_f32's operation order: 0.5x(1 + tanh(sqrt(2/pi) x
  * (1 + 0.044715 x x))), so every entry is ggml's (test/convert/gelu-table.test.ts). The exact
  * GELU differs from this by binary16 rounding (~5e-4 relative).
- * Debt: ~20 nodes a layer where SwiGLU is one fused epilogue; a native GeGLU epilogue would take them.
+ * The native session fuses these nodes, the Split before and the Mul by up after into one GeGLU
+ * epilogue (core/runner/epilogue-graph.ts fuseGeGlu): keep the two in step.
  */
 export function tanhGeluFp16Table(g: GraphBuilder, prefix: string, x: string): string {
   const F16 = OnnxDataType.FLOAT16;
@@ -121,11 +123,26 @@ class DecoderGraphEmitter {
   private readonly g: GraphBuilder;
   private readonly hp: Hyperparameters;
   private readonly accuracyLevel: number;
+  /** Quantized weight initializers whose activations go in blocks other than 32 (ACTIVATION_BLOCKS_METADATA). */
+  private readonly activationBlocks: Record<string, number> = {};
 
   constructor(g: GraphBuilder, hp: Hyperparameters, accuracyLevel: number) {
     this.g = g;
     this.hp = hp;
     this.accuracyLevel = accuracyLevel;
+  }
+
+  /**
+   * Records the activation block `w` is multiplied with under its quant weight initializer's name,
+   * which MatMulNBits has no attribute for; the model's metadata carries the record to the native
+   * kernel (core/runner/epilogue-graph.ts). Returns the name.
+   */
+  private withActivationBlock(w: NBitsWeight, initializer: string): string {
+    if (w.activationBlock) {
+      this.activationBlocks[initializer] = w.activationBlock;
+      this.g.metadata[ACTIVATION_BLOCKS_METADATA] = JSON.stringify(this.activationBlocks);
+    }
+    return initializer;
   }
 
   /** Stores a linear weight; returns a function applying it to an input value. */
@@ -145,11 +162,14 @@ class DecoderGraphEmitter {
       accuracy_level: this.accuracyLevel,
     };
     const stored = (weight: NBitsWeight, suffix: string) => [
-      g.initializer(
-        `${name}.qweight${suffix}`,
-        OnnxDataType.UINT8,
-        [weight.n, blocks, (weight.blockSize * weight.bits) / 8],
-        weight.data,
+      this.withActivationBlock(
+        q,
+        g.initializer(
+          `${name}.qweight${suffix}`,
+          OnnxDataType.UINT8,
+          [weight.n, blocks, (weight.blockSize * weight.bits) / 8],
+          weight.data,
+        ),
       ),
       g.initializer(`${name}.scales${suffix}`, F, [weight.n, blocks], weight.scales),
     ];

@@ -41,6 +41,7 @@ export const GGUF_TENSOR_NAMES: TensorNames = {
 /** How weights without an exact mapping are treated, and where what was done is recorded. */
 export interface QuantPolicy {
   allowRequantize?: boolean;
+  q8kActivations?: boolean;
   report?: QuantReport;
 }
 
@@ -84,6 +85,7 @@ class GgufTensorSource implements TensorSource {
     const { weight, exact } = packNBits(info.type, bytes, n, k, () => this.floats(name, heads), {
       name,
       allowRequantize: this.policy.allowRequantize,
+      q8kActivations: this.policy.q8kActivations,
     });
     this.policy.report?.add(info.type, exact, weight);
     return weight;

@@ -60,6 +60,26 @@ export function describeQuantUses(uses: QuantTypeUse[]): string[] {
   );
 }
 
+/**
+ * With `q8kActivations`: how many of the model's quantized projections take their activations in
+ * llama.cpp's Q8_K blocks of 256 (the rest, stacked with a 32-element type, in blocks of 32).
+ */
+export interface Q8kActivations {
+  projections: number;
+  of: number;
+}
+
+export function describeQ8kActivations(a: Q8kActivations): string {
+  return `activations: llama.cpp's Q8_K blocks of 256 in ${a.projections} of ${a.of} projections (the rest in blocks of 32)`;
+}
+
+/** The Q8_K activations a conversion recorded in its report, if it was asked for them. */
+export function readQ8kActivations(modelDir: string): Q8kActivations | undefined {
+  const path = join(modelDir, "onnx", QUANT_REPORT_FILE);
+  if (!existsSync(path)) return undefined;
+  return JSON.parse(readFileSync(path, "utf8")).q8kActivations as Q8kActivations | undefined;
+}
+
 /** The report a conversion left in `<modelDir>/onnx/`, if any. */
 export function readQuantReport(modelDir: string): QuantTypeUse[] | undefined {
   const path = join(modelDir, "onnx", QUANT_REPORT_FILE);

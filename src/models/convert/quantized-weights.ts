@@ -25,8 +25,13 @@
  * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
  * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
  * (twice their bytes).
+ *
+ * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
+ * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256
+ * inputs: its arithmetic, and further from the exact model: docs/formats-and-kernels.md);
+ * `activationBlock` carries that to the kernel.
  */
-import { ggmlTypeName } from "../gguf/ggml-types.ts";
+import { ggmlTypeInfo, ggmlTypeName } from "../gguf/ggml-types.ts";
 import { GgmlType, type GgmlTypeId } from "../gguf/types.ts";
 import { integerBlocks } from "./integer-blocks.ts";
 
@@ -46,6 +51,19 @@ export interface NBitsWeight {
   scales: Float32Array;
   /** [n, k/blockSize] per-block additive offsets, when the source format has them. */
   offsets?: Float32Array;
+  /**
+   * 256: the activations this weight multiplies are quantized in blocks of 256 inputs, one scale
+   * each (llama.cpp's Q8_K, which it pairs with the K-quants); absent: blocks of 32.
+   */
+  activationBlock?: 256;
+}
+
+/**
+ * 256 when llama.cpp quantizes the activations for a weight of `type` in Q8_K blocks: the types
+ * whose own blocks are 256 (the K-quants).
+ */
+export function activationBlockOf(type: GgmlTypeId): 256 | undefined {
+  return ggmlTypeInfo(type).blockSize === 256 ? 256 : undefined;
 }
 
 /**
@@ -85,7 +103,17 @@ export function exactNBits(
   const data = new Uint8Array((n * k * bits) / 8);
   if (bits === 8) for (let i = 0; i < q.length; i++) data[i] = q[i]! + bias;
   else for (let i = 0; i < data.length; i++) data[i] = (q[2 * i]! + bias) | ((q[2 * i + 1]! + bias) << 4);
-  return { bits, blockSize: subBlock, n, k, data, scales, offsets };
+  const activationBlock = activationBlockOf(type);
+  return {
+    bits,
+    blockSize: subBlock,
+    n,
+    k,
+    data,
+    scales,
+    offsets,
+    ...(activationBlock && { activationBlock }),
+  };
 }
 
 /** Symmetric 8-bit blocks of 32 from float rows [n, k] (like Q8_0, with fp32 scales). */
@@ -111,6 +139,8 @@ export interface PackOptions {
   name: string;
   /** Requantize types without an exact mapping to 8-bit blocks instead of refusing them. */
   allowRequantize?: boolean;
+  /** K-quants: activations in llama.cpp's Q8_K blocks of 256 (its arithmetic) instead of blocks of 32. */
+  q8kActivations?: boolean;
 }
 
 /** A type without an exact mapping, met without `allowRequantize`. */
@@ -140,6 +170,7 @@ export function packNBits(
 ): { weight: NBitsWeight; exact: boolean } {
   if (k % QUANT_BLOCK !== 0) throw new Error(`input features ${k} are not a multiple of ${QUANT_BLOCK}`);
   const weight = exactNBits(type, bytes, n, k);
+  if (weight && !opts.q8kActivations) delete weight.activationBlock;
   if (weight) return { weight, exact: true };
   if (!opts.allowRequantize) throw new InexactQuantTypeError(opts.name, type);
   return { weight: quantize8(dequantize(), n, k), exact: false };
@@ -148,6 +179,9 @@ export function packNBits(
 /**
  * Concatenates weights along the output dimension (e.g. Q, K and V into one projection), in the
  * widest form any part needs (8 bits, scales per 16, offsets), each part re-expressed exactly.
+ * Debt: one projection quantizes its activations one way, so a stack whose parts llama.cpp
+ * multiplies with different activation blocks (a Q5_0 Q beside a Q6_K V) takes blocks of 32 for
+ * all of them, the finer of the two (closer to the exact model, not llama.cpp's arithmetic).
  */
 export function concatNBits(parts: NBitsWeight[]): NBitsWeight {
   const first = parts[0]!;
@@ -169,7 +203,17 @@ export function concatNBits(parts: NBitsWeight[]): NBitsWeight {
     dataAt += p.data.length;
     scaleAt += p.scales.length;
   }
-  return { bits, blockSize, n, k: first.k, data, scales, offsets };
+  const activationBlock = parts.every((p) => p.activationBlock === 256) ? 256 : undefined;
+  return {
+    bits,
+    blockSize,
+    n,
+    k: first.k,
+    data,
+    scales,
+    offsets,
+    ...(activationBlock && { activationBlock }),
+  };
 }
 
 /** The weight with scales (and offsets) per `blockSize` inputs, repeating coarser ones (exact). */

@@ -7,7 +7,12 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { ProgressBar, type ProgressStream } from "../../util/progress.ts";
 import type { ModelFormat } from "../fetch/model-meta.ts";
 import { type ConversionStamp, nextStamp, readStamp, writeStamp } from "./conversion-stamp.ts";
-import { describeQuantUses, type QuantTypeUse } from "./quant-report.ts";
+import {
+  describeQ8kActivations,
+  describeQuantUses,
+  type Q8kActivations,
+  type QuantTypeUse,
+} from "./quant-report.ts";
 
 export type ConvertFn = (
   ggufPath: string,
@@ -15,9 +20,10 @@ export type ConvertFn = (
   opts: {
     format: ModelFormat;
     allowRequantize?: boolean;
+    q8kActivations?: boolean;
     onProgress?: (done: number, total: number, label: string) => void;
   },
-) => Promise<{ files: string[]; quantTypes?: QuantTypeUse[] }>;
+) => Promise<{ files: string[]; quantTypes?: QuantTypeUse[]; q8kActivations?: Q8kActivations }>;
 
 export interface Converter {
   convertGguf: ConvertFn;
@@ -37,6 +43,8 @@ export interface ConvertJob {
   converter: Converter;
   /** See ConvertOptions.allowRequantize. */
   allowRequantize?: boolean;
+  /** See ConvertOptions.q8kActivations. */
+  q8kActivations?: boolean;
   progressStream?: ProgressStream;
   /** Where the per-type quantization lines go (default: stderr). */
   log?: (line: string) => void;
@@ -55,11 +63,12 @@ export async function convertAndStamp(job: ConvertJob): Promise<ConversionStamp>
     unit: "count",
     stream: job.progressStream,
   });
-  let result: { files: string[]; quantTypes?: QuantTypeUse[] };
+  let result: { files: string[]; quantTypes?: QuantTypeUse[]; q8kActivations?: Q8kActivations };
   try {
     result = await job.converter.convertGguf(job.ggufPath, job.modelDir, {
       format: job.format,
       allowRequantize: job.allowRequantize,
+      q8kActivations: job.q8kActivations,
       onProgress: (done, total, label) => bar.update(done, total, label),
     });
   } catch (err) {
@@ -69,6 +78,7 @@ export async function convertAndStamp(job: ConvertJob): Promise<ConversionStamp>
   bar.done(`${result.files.length} files written to ${job.modelDir}`);
   const log = job.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   for (const line of describeQuantUses(result.quantTypes ?? [])) log(`  ${line}`);
+  if (result.q8kActivations) log(`  ${describeQ8kActivations(result.q8kActivations)}`);
   const want = { ggufSha256: job.ggufSha256, converterVersion: job.converter.version, format: job.format };
   const files = result.files.map((f) => relativeToModel(job.modelDir, f));
   const stamp = nextStamp(previous, want, files);

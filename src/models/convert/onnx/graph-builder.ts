@@ -53,6 +53,8 @@ export class GraphBuilder {
   readonly initializers: TensorProto[] = [];
   readonly inputs: ValueInfoProto[] = [];
   readonly outputs: ValueInfoProto[] = [];
+  /** The model's metadata_props (key-value strings ONNX Runtime keeps but does not read). */
+  readonly metadata: Record<string, string> = {};
   private readonly names = new Map<string, number>();
   private readonly constants = new Map<string, string>();
 
@@ -160,7 +162,7 @@ export class GraphBuilder {
         inputs: this.inputs,
         outputs: this.outputs,
       },
-      metadata: opts.metadata,
+      metadata: { ...this.metadata, ...opts.metadata },
     });
   }
 }
