@@ -45,5 +45,9 @@ describe("ortserve CLI", () => {
     const r = cli("convert", "/no/such/file.gguf", "/tmp/out");
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("not a file");
+    // llama.cpp's Q8_K activations are a q4 setting: asked of fp32, a usage error names it.
+    const fp32 = cli("convert", "/no/such/file.gguf", "/tmp/out", "--format", "fp32", "--q8k-activations");
+    expect(fp32.status).toBe(2);
+    expect(fp32.stderr).toContain("--q8k-activations is for --format q4");
   });
 });

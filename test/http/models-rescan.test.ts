@@ -111,7 +111,9 @@ describe("models changed while serving (rescans on a miss only)", () => {
     // old one's name: it is refused, and tells the client to send it again.
     await expect(engine.generate(prepared)).rejects.toMatchObject({ status: 503 });
     await expect(engine.generate(prepared)).rejects.toThrow(/swap was replaced .* send it again/);
-    await expect(engine.tokenize(old, { text: "hello" })).rejects.toMatchObject({ status: 503 });
+    await expect(engine.tokenize(old, { text: "hello", addSpecialTokens: true })).rejects.toMatchObject({
+      status: 503,
+    });
     // The new revision serves.
     const fresh = await engine.generate({ model: "swap", prompt: { messages }, params: { maxTokens: 2 } });
     expect(fresh.choices[0]!.tokenIds.length).toBeGreaterThan(0);

@@ -51,6 +51,8 @@ export async function run(argv: string[]): Promise<void> {
   }
   if (positionals.length !== 2) throw new UsageError("expected <file.gguf> and <model-dir>");
   const format = parseFormat(values.format, "q4");
+  if (values["q8k-activations"] && format !== "q4")
+    throw new UsageError("--q8k-activations is for --format q4: fp32 keeps its activations in float32");
   const ggufPath = resolve(positionals[0]!);
   const modelDir = resolve(positionals[1]!);
   const info = await stat(ggufPath).catch(() => undefined);
