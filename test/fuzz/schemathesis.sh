@@ -56,7 +56,11 @@ status=0
 # checkpoints its body names, not the collection at its path, which still lists (200) afterwards.
 # Run from the temporary directory: schemathesis keeps a crash cache in its working directory.
 hooks="$PWD/test/fuzz"
-(cd "$work" && SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$hooks" "$venv/bin/schemathesis" run "$url/openapi.json" \
+# The hooks' one source for the schema keywords structured outputs refuse.
+refused=$(node --input-type=module -e \
+  'const m = await import(process.argv[1]); console.log(JSON.stringify(m.REFUSED_SCHEMA_KEYWORDS))' \
+  "$PWD/src/core/structured/schema-support.ts")
+(cd "$work" && ORTSERVE_REFUSED_SCHEMA_KEYWORDS="$refused" SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$hooks" "$venv/bin/schemathesis" run "$url/openapi.json" \
   -H "Authorization: Bearer $key" \
   --checks "${CHECKS:-all}" \
   --exclude-checks use_after_free \

@@ -55,6 +55,9 @@ const REFUSED = new Map([
   ["$recursiveRef", "$recursiveRef"],
 ]);
 
+/** The keywords refused wherever they appear (the schemathesis hooks read them too). */
+export const REFUSED_SCHEMA_KEYWORDS: readonly string[] = [...REFUSED.keys()];
+
 const STRING_KEYWORDS = ["minLength", "maxLength", "pattern", "format"];
 const NUMBER_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 const ARRAY_KEYWORDS = ["items", "prefixItems", "minItems", "maxItems", "uniqueItems"];
