@@ -321,6 +321,14 @@ ORTSERVE_AVX2_FMA inline int32_t ReduceAddAvx2(__m256i v) {
   return _mm_cvtsi128_si32(t);
 }
 
+// The largest of v's eight lanes.
+ORTSERVE_AVX2_FMA inline float ReduceMaxAvx2(__m256 v) {
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  return _mm_cvtss_f32(m4);
+}
+
 // QuantizeBlockWithScalar at AVX2 width: the same rounding, clamp and sums.
 ORTSERVE_AVX2_FMA void QuantizeBlockWithAvx2(const float* x, float inv, int8_t* q, int32_t* sum, int32_t* lowSum) {
   const __m256 scale = _mm256_set1_ps(inv);
@@ -349,10 +357,7 @@ ORTSERVE_AVX2_FMA float AbsMaxAvx2(const float* x, int count) {
   const __m256 signBit = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
   for (int j = 0; j < count; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(signBit, _mm256_loadu_ps(x + j)), m);
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  return _mm_cvtss_f32(m4);
+  return ReduceMaxAvx2(m);
 }
 
 // QuantizeBlockAvx512 at AVX2 width: the same maximum, rounding, clamp and sums.
@@ -362,10 +367,7 @@ ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale
   for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 8 * i);
   __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signBit, v[0]), _mm256_andnot_ps(signBit, v[1])),
                            _mm256_max_ps(_mm256_andnot_ps(signBit, v[2]), _mm256_andnot_ps(signBit, v[3])));
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  const float amax = _mm_cvtss_f32(m4);
+  const float amax = ReduceMaxAvx2(m);
   QuantizeBlockWithAvx2(x, amax > 0.0f ? 127.0f / amax : 0.0f, q, sum, lowSum);
   *scale = amax / 127.0f;
 }

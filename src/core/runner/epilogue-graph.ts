@@ -256,29 +256,46 @@ function fuseOffsets(g: GraphEdit, domain: string): number {
   return fused;
 }
 
-function fuseSwiGlu(g: GraphEdit, domain: string): number {
+/**
+ * Every act = Mul(activated, up), with gate and up the halves of a gate/up Split and `activation`
+ * recognising activated as a function of gate alone (the nodes computing it, each read by nothing
+ * else), becomes the gated activation `ops` names (replaceWithGlu).
+ */
+function fuseGatedActivation(
+  g: GraphEdit,
+  domain: string,
+  ops: [string, string],
+  activation: (activated: string, gate: string) => number[] | undefined,
+): number {
   let fused = 0;
   g.nodes.forEach((act, i) => {
     if (!isOp(act, "Mul") || act.inputs.length !== 2) return;
-    for (const [silu, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
-      const [siluMul, mi] = g.producerOf(silu) ?? [];
-      if (!isOp(siluMul, "Mul") || siluMul.inputs.length !== 2) continue;
+    for (const [activated, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
       const [split, si] = gateUpSplit(g, up) ?? [];
-      if (!split) continue;
-      const gate = split.outputs[0]!;
-      const sigmoidOut = siluMul.inputs.find((x) => x !== gate);
-      if (!sigmoidOut || !siluMul.inputs.includes(gate)) continue;
-      const [sigmoid, gi] = g.producerOf(sigmoidOut) ?? [];
-      if (!isOp(sigmoid, "Sigmoid") || sigmoid.inputs[0] !== gate) continue;
-      if (g.readCount(gate) !== 2 || g.readCount(up) !== 1) continue;
-      if (g.readCount(sigmoidOut) !== 1 || g.readCount(silu) !== 1) continue;
-      for (const n of [si!, mi!, gi!]) g.remove(n);
-      replaceWithGlu(g, i, act, split, domain, [SWIGLU_OP, BLOCK_OFFSET_SWIGLU_OP]);
+      if (!split || g.readCount(up) !== 1 || g.readCount(activated) !== 1) continue;
+      const nodes = activation(activated, split.outputs[0]!);
+      if (!nodes) continue;
+      for (const n of [si!, ...nodes]) g.remove(n);
+      replaceWithGlu(g, i, act, split, domain, ops);
       fused++;
       return;
     }
   });
   return fused;
+}
+
+/** silu(gate) = Mul(gate, Sigmoid(gate)): SwiGlu. */
+function fuseSwiGlu(g: GraphEdit, domain: string): number {
+  return fuseGatedActivation(g, domain, [SWIGLU_OP, BLOCK_OFFSET_SWIGLU_OP], (silu, gate) => {
+    const [siluMul, mi] = g.producerOf(silu) ?? [];
+    if (!isOp(siluMul, "Mul") || siluMul.inputs.length !== 2) return undefined;
+    const sigmoidOut = siluMul.inputs.find((x) => x !== gate);
+    if (!sigmoidOut || !siluMul.inputs.includes(gate)) return undefined;
+    const [sigmoid, gi] = g.producerOf(sigmoidOut) ?? [];
+    if (!isOp(sigmoid, "Sigmoid") || sigmoid.inputs[0] !== gate) return undefined;
+    if (g.readCount(gate) !== 2 || g.readCount(sigmoidOut) !== 1) return undefined;
+    return [mi!, gi!];
+  });
 }
 
 /**
@@ -318,34 +335,22 @@ const GELU_TABLE_OPS: Record<string, number> = { Max: 1, Cast: 6, Mul: 6, Add: 2
  * The converter's GeGLU, act = Mul(Where(Less(gate, 10), table(gate), gate), up) with gate and up
  * the halves of a gate/up Split and table(gate) its GELU table subgraph (nodes reading only gate
  * and constants, read by nothing else, of exactly GELU_TABLE_OPS), becomes GeGlu, the same
- * function (native/src/projection-epilogue.h; test/runner/epilogue-op.test.ts holds them equal on
+ * function (native/src/projection-epilogue.h; test/runner/epilogue-ops.test.ts holds them equal on
  * every binary16 input).
  */
 function fuseGeGlu(g: GraphEdit, domain: string): number {
-  let fused = 0;
-  g.nodes.forEach((act, i) => {
-    if (!isOp(act, "Mul") || act.inputs.length !== 2) return;
-    for (const [activated, up] of [act.inputs, [...act.inputs].reverse()] as [string, string][]) {
-      const [where, wi] = g.producerOf(activated) ?? [];
-      if (!isOp(where, "Where") || where.inputs.length !== 3) continue;
-      const [split, si] = gateUpSplit(g, up) ?? [];
-      if (!split) continue;
-      const gate = split.outputs[0]!;
-      const [condition, table, otherwise] = where.inputs as [string, string, string];
-      if (otherwise !== gate) continue;
-      const [less, li] = g.producerOf(condition) ?? [];
-      if (!isOp(less, "Less") || less.inputs[0] !== gate || g.producerOf(less.inputs[1]!)) continue;
-      const subgraph = tableSubgraph(g, table, gate);
-      if (!subgraph) continue;
-      if (g.readCount(gate) !== 3 || g.readCount(up) !== 1 || g.readCount(activated) !== 1) continue;
-      if (g.readCount(condition) !== 1 || g.readCount(table) !== 1) continue;
-      for (const n of [si!, wi!, li!, ...subgraph]) g.remove(n);
-      replaceWithGlu(g, i, act, split, domain, [GEGLU_OP, BLOCK_OFFSET_GEGLU_OP]);
-      fused++;
-      return;
-    }
+  return fuseGatedActivation(g, domain, [GEGLU_OP, BLOCK_OFFSET_GEGLU_OP], (activated, gate) => {
+    const [where, wi] = g.producerOf(activated) ?? [];
+    if (!isOp(where, "Where") || where.inputs.length !== 3) return undefined;
+    const [condition, table, otherwise] = where.inputs as [string, string, string];
+    if (otherwise !== gate) return undefined;
+    const [less, li] = g.producerOf(condition) ?? [];
+    if (!isOp(less, "Less") || less.inputs[0] !== gate || g.producerOf(less.inputs[1]!)) return undefined;
+    const subgraph = tableSubgraph(g, table, gate);
+    if (!subgraph || g.readCount(gate) !== 3) return undefined;
+    if (g.readCount(condition) !== 1 || g.readCount(table) !== 1) return undefined;
+    return [wi!, li!, ...subgraph];
   });
-  return fused;
 }
 
 /**
