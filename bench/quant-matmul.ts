@@ -6,11 +6,13 @@
  * super-block scales) gate/up, and Q6_K-like (8-bit quants within 32 of 128, scales per 16) down
  * projection and a slice of the output head.
  *
- *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200] [--cold] [--only Q6_K]
+ *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200] [--rows 1] [--cold] [--only Q6_K]
  *
  * `--cold` runs copies of each weight, one after another, adding up to more than the last-level
  * cache (1 GB), so the weights stream from memory as a whole model's do in a decode step: the
  * figure to set beside bench/bandwidth.ts's read bandwidth.
+ * `--rows 16` times a 16-row step's projection instead (16 streams decoding: bound by arithmetic,
+ * not by the weights' bytes).
  * `--root` loads another tree's native session and graph code (A/B two builds in one sitting).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     root: { type: "string", default: resolve(new URL(".", import.meta.url).pathname, "..") },
     threads: { type: "string", default: "2" },
     reps: { type: "string", default: "200" },
+    rows: { type: "string", default: "1" },
     cold: { type: "boolean", default: false },
     only: { type: "string" },
   },
@@ -120,8 +123,9 @@ try {
       interOpThreads: 1,
       cachedAttention: true,
     });
-    const x = Float32Array.from({ length: c.k }, () => next() - 0.5);
-    const feeds = { x: new Tensor("float32", x, [1, c.k]) };
+    const rows = Number(values.rows);
+    const x = Float32Array.from({ length: rows * c.k }, () => next() - 0.5);
+    const feeds = { x: new Tensor("float32", x, [rows, c.k]) };
     const fetches = Object.fromEntries(Array.from({ length: copies }, (_, i) => [`y${i}`, null]));
     for (let i = 0; i < 10; i++) await session.run(feeds, fetches);
     const times: number[] = [];
@@ -135,7 +139,7 @@ try {
     const bytes = session.packedWeightBytes as number;
     console.log(
       `${c.name}${copies > 1 ? ` x${copies}` : ""}: ${(bytes / 1e6).toFixed(1)} MB packed, best ${best.toFixed(0)} µs ` +
-        `(${(bytes / best / 1e3).toFixed(1)} GB/s), median ${times[times.length >> 1]!.toFixed(0)} µs`,
+        `(${(bytes / best / 1e3).toFixed(1)} GB/s, ${((rows * c.n * c.k * copies) / best / 1e3).toFixed(1)} G multiply-adds/s), median ${times[times.length >> 1]!.toFixed(0)} µs`,
     );
     await session.release();
   }

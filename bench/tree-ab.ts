@@ -8,6 +8,7 @@
  *   for i in 1 2 3; do node bench/tree-ab.ts --root /tmp/before; node bench/tree-ab.ts; done
  *
  *   node bench/tree-ab.ts [--root <dir>] [--runs 3] [--only single,at100,at1500,streams16,prefill1024]
+ *                         [--model <name>] [--models-dir <dir>]
  *
  * prefill1024 is the time to the first token of a 1,024-token prompt, in ms; the rest are tok/s.
  */
@@ -24,12 +25,15 @@ const { values } = parseArgs({
     root: { type: "string", default: repoRoot },
     runs: { type: "string", default: "3" },
     only: { type: "string", default: "single,at100,at1500,streams16" },
+    model: { type: "string", default: "smollm2-135m-instruct" },
+    "models-dir": { type: "string", default: modelsDir() },
   },
 });
 const root = resolve(values.root);
 const runs = Number(values.runs);
 const only = new Set(values.only.split(","));
-const MODEL = "smollm2-135m-instruct";
+const MODEL = values.model;
+const MODELS_DIR = resolve(values["models-dir"]);
 
 // The tree under test supplies the engine; prompts and timing come from this checkout's bench.
 const { Engine } = (await import(
@@ -45,12 +49,12 @@ const greedy = (tokenIds: number[], maxTokens: number) => ({
 
 // Typed as this checkout's engine: what the probe calls (open, generate, close) is the same in both.
 const engine = (await Engine.open({
-  modelsDir: modelsDir(),
+  modelsDir: MODELS_DIR,
   workers: 1,
   threads: 2,
   maxNumSeqs: 16,
 })) as unknown as EngineType;
-const text = await benchPrompt(join(modelsDir(), MODEL), 1600);
+const text = await benchPrompt(join(MODELS_DIR, MODEL), 1600);
 const streams = Array.from({ length: 16 }, (_, i) => text.slice(i * 90, i * 90 + 64));
 const repeat = async (f: () => Promise<number>) => {
   const xs: number[] = [];

@@ -387,6 +387,101 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
+// Group g's (inputs 4g..4g+3) 6-bit quants for columns 8h..8h+7 whole: the low nibble from its
+// 4-bit chunk, the top 2 bits moved up to bits 4-5.
+ORTSERVE_AVX2_FMA inline __m256i SixBitQuantsAvx2(const uint8_t* block, int g, int h) {
+  const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * (g / 2) + 32 * h));
+  const __m256i low = _mm256_and_si256(g % 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
+  const __m256i t = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + 64 * (g / 4) + 32 * h));
+  // Bits 2 (g % 4) and up of each byte; 16-bit shifts, the bits they carry across bytes masked off.
+  const int at = 2 * (g % 4);
+  const __m256i top = at < 4 ? _mm256_slli_epi16(t, 4 - at) : at > 4 ? _mm256_srli_epi16(t, at - 4) : t;
+  return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+}
+
+// TileAvx2 for 6-bit quants (GGUF's Q6_K and its 5-bit types, stored as 8-bit), which go in whole (0..63):
+// a pair's products are at most 2 x 63 x 127, so two groups' sums stay within 16 bits before they
+// are widened. Taking the nibbles apart as 8-bit quants are took twice the multiplies, and their
+// sums per half of 16 inputs spilled from the 16 registers: a 16-row step's Q6_K projections ran
+// at a third of the 4-bit ones' rate. Per column the float operations are TileAvx2's, in its order
+// (each half's sum scaled into acc where the half ends, the offsets last).
+template <int R, int Offsets, int Meta, bool Pairs>
+ORTSERVE_AVX2_FMA void TileSixBitAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
+                                      int first, int groupRows, float* dst, int64_t stride, int count) {
+  const int blocks = w.blocks();
+  const bool prefetch = first == 0;
+  constexpr BlockLayout kLayout(6, Offsets, Meta, Pairs);
+  const uint8_t* tileData = w.tile(tile);
+  const __m256i ones = _mm256_set1_epi16(1);
+  constexpr int kGroups = Pairs ? 4 : 8;
+  alignas(32) float acc[R][kTile];
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < kTile; c++) acc[r][c] = 0.0f;
+  for (int b = 0; b < blocks; b++) {
+    const uint8_t* block = tileData + kLayout.Quants(b);
+    if (prefetch) PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
+    const uint8_t* xBlock = x.Block(row0, b);
+    const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
+    const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
+    __m256i wide[R][2];
+    for (int r = 0; r < R; r++)
+      for (int h = 0; h < 2; h++) wide[r][h] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int g = 0; g < 8; g += 2) {
+      __m256i quants[2][2];
+      for (int p = 0; p < 2; p++)
+        for (int h = 0; h < 2; h++) quants[p][h] = SixBitQuantsAvx2(block, g + p, h);
+      for (int r = 0; r < R; r++) {
+        const __m256i in0 = _mm256_set1_epi32(xq[r * 8 + g]);
+        const __m256i in1 = _mm256_set1_epi32(xq[r * 8 + g + 1]);
+        for (int h = 0; h < 2; h++) {
+          const __m256i pair =
+              _mm256_add_epi16(_mm256_maddubs_epi16(quants[0][h], in0), _mm256_maddubs_epi16(quants[1][h], in1));
+          wide[r][h] = _mm256_add_epi32(wide[r][h], _mm256_madd_epi16(pair, ones));
+          __asm__("" : "+x"(wide[r][h]));
+        }
+      }
+      if ((g + 2) % kGroups != 0) continue;
+      const int s = g / kGroups;
+      for (int h = 0; h < 2; h++) {
+        const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, s, h);
+        for (int r = 0; r < R; r++) {
+          const int32_t start = !Pairs  ? StartOf<6>(meta[r])
+                                : s == 0 ? LowStartOf<6>(meta[r])
+                                         : StartOf<6>(meta[r]) - LowStartOf<6>(meta[r]);
+          const __m256i dot = _mm256_add_epi32(wide[r][h], _mm256_set1_epi32(start));
+          __m256 a = _mm256_load_ps(acc[r] + 8 * h);
+          a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scales, _mm256_set1_ps(meta[r].scale)), a);
+          _mm256_store_ps(acc[r] + 8 * h, a);
+          wide[r][h] = _mm256_setzero_si256();
+        }
+      }
+    }
+    if constexpr (Offsets) {
+      for (int h = 0; h < 2; h++) {
+        const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, 0, h);
+        const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
+        __m256 offsets = LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock, h);
+        __m256 highOffsets = Offsets == 2 ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1, h) : offsets;
+        if constexpr (Meta != kFloatMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
+        if constexpr (Offsets == 2 && Meta != kFloatMeta)
+          highOffsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, highOffsets);
+        for (int r = 0; r < R; r++) {
+          __m256 a = _mm256_load_ps(acc[r] + 8 * h);
+          if constexpr (Offsets == 2) {
+            a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(LowScaledSum(meta[r])), a);
+            a = _mm256_fmadd_ps(highOffsets, _mm256_set1_ps(HighScaledSum(meta[r])), a);
+          } else {
+            a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(meta[r].scaledSum), a);
+          }
+          _mm256_store_ps(acc[r] + 8 * h, a);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; r++) std::memcpy(dst + (first + r) * stride, acc[r], sizeof(float) * count);
+}
+
 // Rows [first, first + R) of the row group at row0, the tile's 16 columns as two halves of 8.
 // Without VPDPBUSD, VPMADDUBSW multiplies a lane's unsigned quants by the row's 4 signed inputs
 // and adds them in pairs into 16 bits; a block's 8 groups are summed there too (a 4-bit quant
@@ -402,7 +497,6 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
-  const __m256i twoBits = _mm256_set1_epi8(0x03);
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][kTile];
   for (int r = 0; r < R; r++)
@@ -415,7 +509,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
-    // 8 and 6 bits: the low nibbles' sums, then the rest's (times 16) added to them. With scales per
+    // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them. With scales per
     // 16 inputs, each half of the block (groups 0-3, 4-7) sums apart, from its own start.
     constexpr int kParts = Bits == 4 ? 1 : 2;
     constexpr int kHalves = Pairs ? 2 : 1;
@@ -433,12 +527,6 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
         const int half = Pairs ? g / 4 : 0;
         __m256i quants[2];
         for (int h = 0; h < 2; h++) {
-          if (Bits == 6 && part == 1) {
-            // The top 2 bits (their sums times 16, as an 8-bit quant's high nibble).
-            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + 64 * (g / 4) + 32 * h));
-            quants[h] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * (g % 4)), twoBits);
-            continue;
-          }
           const int chunk = Bits == 8 ? g : g / 2;
           const bool high = Bits == 8 ? part == 1 : g % 2 == 1;
           const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * chunk + 32 * h));
@@ -495,12 +583,18 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
 template <int Bits, int Offsets, int Meta, bool Pairs>
 void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                   float* dst, int64_t stride, int count) {
+  const auto pass = [&]<int R>(int first) {
+    if constexpr (Bits == 6)
+      TileSixBitAvx2<R, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
+    else
+      TileAvx2<R, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
+  };
   for (int first = 0; first < rows; first += 4) {
     switch (std::min(4, rows - first)) {
-      case 1: TileAvx2<1, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 2: TileAvx2<2, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      case 3: TileAvx2<3, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
-      default: TileAvx2<4, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count); break;
+      case 1: pass.template operator()<1>(first); break;
+      case 2: pass.template operator()<2>(first); break;
+      case 3: pass.template operator()<3>(first); break;
+      default: pass.template operator()<4>(first); break;
     }
   }
 }
