@@ -3,8 +3,9 @@
  * (ortserve.BlockQuantMatMul), one row (a decode step's), timed many times; the best time is the
  * kernel's on a quiet core, so it compares two builds even on a busy machine where a whole decode
  * step's figures drift. Weights shaped as Qwen2.5-1.5B's: Q4_K-like (4-bit, offsets, coded
- * super-block scales) gate/up, and Q6_K-like (8-bit quants within 32 of 128, scales per 16) down
- * projection and a slice of the output head.
+ * super-block scales) gate/up, Q6_K-like (8-bit quants within 32 of 128, scales per 16) down
+ * projection and a slice of the output head, and the gate/up as Q3_K and Q2_K (packed in 3 and 2
+ * bits).
  *
  *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200] [--rows 1] [--cold] [--only Q6_K]
  *
@@ -49,11 +50,31 @@ interface Case {
   k: number;
   scaleBlock: 16 | 32;
   offsets: boolean;
+  /** 4-bit quants drawn from [lowest, lowest + span): Q3_K's (4, 8) and Q2_K's (8, 4) as converted. */
+  nibbles?: { lowest: number; span: number };
 }
 const CASES: Case[] = [
   { name: "Q4_K gate+up 1536->17920", bits: 4, n: 17920, k: 1536, scaleBlock: 32, offsets: true },
   { name: "Q6_K down 8960->1536", bits: 8, n: 1536, k: 8960, scaleBlock: 16, offsets: false },
   { name: "Q6_K head slice 1536->32768", bits: 8, n: 32768, k: 1536, scaleBlock: 16, offsets: false },
+  {
+    name: "Q3_K gate+up 1536->17920",
+    bits: 4,
+    n: 17920,
+    k: 1536,
+    scaleBlock: 16,
+    offsets: false,
+    nibbles: { lowest: 4, span: 8 },
+  },
+  {
+    name: "Q2_K gate+up 1536->17920",
+    bits: 4,
+    n: 17920,
+    k: 1536,
+    scaleBlock: 16,
+    offsets: true,
+    nibbles: { lowest: 8, span: 4 },
+  },
 ];
 
 let seed = 1;
@@ -65,8 +86,13 @@ const next = () => {
 /** A K-quant-like weight: per column and super-block of 256 an fp16 factor times small integers. */
 function weight(c: Case) {
   const blocks = c.k / c.scaleBlock;
+  const nibble = () => c.nibbles!.lowest + Math.floor(next() * c.nibbles!.span);
   const data = Uint8Array.from({ length: (c.n * c.k * c.bits) / 8 }, () =>
-    c.bits === 8 ? 96 + Math.floor(next() * 64) : Math.floor(next() * 256),
+    c.bits === 8
+      ? 96 + Math.floor(next() * 64)
+      : c.nibbles
+        ? nibble() | (nibble() << 4)
+        : Math.floor(next() * 256),
   );
   const perSuper = 256 / c.scaleBlock;
   const coded = (i: number, signed: boolean) => {

@@ -4,8 +4,11 @@
 // 4g..4g+3); 4-bit ones 4, chunk i holding inputs 8i..8i+3 in its low nibbles and 8i+4..8i+7 in
 // its high ones; 6-bit ones (8-bit quants that all lie within 32 of the zero point 128: GGUF's
 // Q6_K) the 4-bit chunks of their low nibbles, then 2 chunks of their top 2 bits, chunk 4 + h's
-// byte j of lane o holding in bits 2s..2s+1 those of input 4 (4h + s) + j. Work items are output tiles; each runs its rows in groups of up to 8, so a
-// tile's unpacked quants serve 8 rows from registers.
+// byte j of lane o holding in bits 2s..2s+1 those of input 4 (4h + s) + j; 2-bit ones (4-bit quants
+// all in 8..11, less 8: GGUF's Q2_K) only those 2 chunks, and 3-bit ones (4-bit quants all in 4..11,
+// less 4: Q3_K) those 2 and a chunk of their third bits, byte j of lane o holding in bit s that of
+// input 4s + j. Work items are output tiles; each runs its rows in groups of up to 8, so a tile's
+// unpacked quants serve 8 rows from registers.
 #include "block-quant-matmul.h"
 
 #include "projection-epilogue.h"
@@ -111,15 +114,23 @@ class QuantizedRows {
   int blocks_ = 0;
 };
 
-// The dot product's starting value for a block's zero point 2^(Bits-1), over all 32 inputs.
+// The zero point of Bits-bit quants: 2^(Bits-1), except 2-bit ones, which have none (GGUF's Q2_K:
+// unsigned quants, its offsets apart).
+template <int Bits>
+constexpr int32_t ZeroPoint() {
+  return Bits == 2 ? 0 : 1 << (Bits - 1);
+}
+// The dot product's starting value for a block's zero point, over all 32 inputs (start4 is -8 times
+// the inputs' sum).
 template <int Bits>
 inline int32_t StartOf(const BlockMeta& m) {
+  if constexpr (Bits < 4) return m.start4 / 8 * ZeroPoint<Bits>();
   return (1 << (Bits - 4)) * m.start4;
 }
 // The same over the first 16 inputs (the second 16's is StartOf - LowStartOf).
 template <int Bits>
 inline int32_t LowStartOf(const BlockMeta& m) {
-  return -(1 << (Bits - 1)) * m.lowSum;
+  return -ZeroPoint<Bits>() * m.lowSum;
 }
 
 // dx times the sum of a block's first 16 quantized inputs, and of its second 16: the factors of
@@ -387,6 +398,19 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
+// Group g's (inputs 4g..4g+3) 2- or 3-bit quants for columns 8h..8h+7 whole: bits 2 (g % 4) and
+// 2 (g % 4) + 1 of 2-bit chunk g / 4, and for 3 bits, bit g of the third-bit chunk moved to bit 2.
+// 16-bit shifts, the bits they carry across bytes masked off.
+template <int Bits>
+ORTSERVE_AVX2_FMA inline __m256i LowBitQuantsAvx2(const uint8_t* block, int g, int h) {
+  const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * (g / 4) + 32 * h));
+  const __m256i low = _mm256_and_si256(_mm256_srli_epi16(v, 2 * (g % 4)), _mm256_set1_epi8(0x03));
+  if constexpr (Bits == 2) return low;
+  const __m256i t = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * h));
+  const __m256i third = g < 2 ? _mm256_slli_epi16(t, 2 - g) : g > 2 ? _mm256_srli_epi16(t, g - 2) : t;
+  return _mm256_or_si256(low, _mm256_and_si256(third, _mm256_set1_epi8(0x04)));
+}
+
 // Group g's (inputs 4g..4g+3) 6-bit quants for columns 8h..8h+7 whole: the low nibble from its
 // 4-bit chunk, the top 2 bits moved up to bits 4-5.
 ORTSERVE_AVX2_FMA inline __m256i SixBitQuantsAvx2(const uint8_t* block, int g, int h) {
@@ -511,7 +535,7 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
     // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them. With scales per
     // 16 inputs, each half of the block (groups 0-3, 4-7) sums apart, from its own start.
-    constexpr int kParts = Bits == 4 ? 1 : 2;
+    constexpr int kParts = Bits == 8 ? 2 : 1;
     constexpr int kHalves = Pairs ? 2 : 1;
     __m256i dot[R][2][kHalves];
     for (int part = 0; part < kParts; part++) {
@@ -527,6 +551,10 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
         const int half = Pairs ? g / 4 : 0;
         __m256i quants[2];
         for (int h = 0; h < 2; h++) {
+          if constexpr (Bits <= 3) {
+            quants[h] = LowBitQuantsAvx2<Bits>(block, g, h);
+            continue;
+          }
           const int chunk = Bits == 8 ? g : g / 2;
           const bool high = Bits == 8 ? part == 1 : g % 2 == 1;
           const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * chunk + 32 * h));
@@ -603,6 +631,11 @@ void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows
 // Quant of input j (of 32) for lane (column) `lane` of a packed block.
 int QuantAt(const uint8_t* block, int bits, int lane, int j) {
   if (bits == 8) return block[64 * (j / 4) + 4 * lane + j % 4];
+  if (bits <= 3) {
+    const int g = j / 4;
+    const int low = (block[64 * (g / 4) + 4 * lane + j % 4] >> (2 * (g % 4))) & 3;
+    return bits == 2 ? low : low | ((block[128 + 4 * lane + j % 4] >> g) & 1) << 2;
+  }
   const int within = j % 8;
   const uint8_t byte = block[64 * (j / 8) + 4 * lane + within % 4];
   const int low = within < 4 ? (byte & 15) : (byte >> 4);
@@ -622,12 +655,19 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
         const uint8_t* block = w.block(tile, b);
         const int8_t* xq = reinterpret_cast<const int8_t*>(x.Block(row0, b)) + r * kBlock;
         const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
-        const int32_t start = w.bits() == 4 ? StartOf<4>(meta) : w.bits() == 6 ? StartOf<6>(meta) : StartOf<8>(meta);
+        const int32_t start = w.bits() == 2   ? StartOf<2>(meta)
+                              : w.bits() == 3 ? StartOf<3>(meta)
+                              : w.bits() == 4 ? StartOf<4>(meta)
+                              : w.bits() == 6 ? StartOf<6>(meta)
+                                              : StartOf<8>(meta);
         const float scale = w.MetaValue(tile, b, 0, lane);
         if (w.pairScales()) {
           // Each half with its own scale, the first half first (as the vector kernels).
-          const int32_t lowStart =
-              w.bits() == 4 ? LowStartOf<4>(meta) : w.bits() == 6 ? LowStartOf<6>(meta) : LowStartOf<8>(meta);
+          const int32_t lowStart = w.bits() == 2   ? LowStartOf<2>(meta)
+                                   : w.bits() == 3 ? LowStartOf<3>(meta)
+                                   : w.bits() == 4 ? LowStartOf<4>(meta)
+                                   : w.bits() == 6 ? LowStartOf<6>(meta)
+                                                   : LowStartOf<8>(meta);
           int32_t low = lowStart;
           int32_t high = start - lowStart;
           for (int j = 0; j < kBlock / 2; j++) low += QuantAt(block, w.bits(), lane, j) * xq[j];
@@ -666,6 +706,8 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
       default: return withPairs(bits, offsets, std::integral_constant<int, kFloatMeta>{});
     }
   };
+  using Two = std::integral_constant<int, 2>;
+  using Three = std::integral_constant<int, 3>;
   using Four = std::integral_constant<int, 4>;
   using Six = std::integral_constant<int, 6>;
   using Eight = std::integral_constant<int, 8>;
@@ -675,6 +717,8 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
     return w.hasOffsets() ? withHalf(bits, std::integral_constant<int, 1>{})
                           : withHalf(bits, std::integral_constant<int, 0>{});
   };
+  if (w.bits() == 2) return withOffsets(Two{});
+  if (w.bits() == 3) return withOffsets(Three{});
   if (w.bits() == 4) return withOffsets(Four{});
   if (w.bits() == 6) return withOffsets(Six{});
   return withOffsets(Eight{});
@@ -688,7 +732,12 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
   switch (gKernel.load(std::memory_order_relaxed)) {
     case kAvx512Vnni:
       return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
-        TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
+        // Known debt: 2- and 3-bit quants (Q2_K, Q3_K) have no AVX-512 form yet; the AVX2 one gives
+        // the same floats (every CPU with AVX-512 VNNI has AVX2).
+        if constexpr (bits() <= 3)
+          TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
+        else
+          TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
       });
     case kAvx2:
       return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
@@ -816,6 +865,19 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   // 8-bit quants within 32 of the zero point (GGUF's Q6_K, stored so by the converter) keep their
   // low 6 bits, less 96: a quarter fewer bytes for a decode step to read, the same products.
   const int inBits = bits;
+  // 4-bit quants that all lie in 8..11 (GGUF's Q2_K, stored q + 8) keep 2 bits, less 8 (no zero
+  // point), and ones that all lie in 4..11 (Q3_K, likewise) 3 bits, less 4 (zero point 4): the same
+  // products.
+  if (bits == 4) {
+    const size_t bytes = static_cast<size_t>(n) * k / 2;
+    int low = 15, high = 0;
+    for (size_t i = 0; i < bytes; i++) {
+      low = std::min({low, quants[i] & 15, quants[i] >> 4});
+      high = std::max({high, quants[i] & 15, quants[i] >> 4});
+    }
+    if (low >= 8 && high < 12) bits = 2;
+    else if (low >= 4 && high < 12) bits = 3;
+  }
   if (bits == 8) {
     const size_t count = static_cast<size_t>(n) * k;
     bool six = true;
@@ -940,7 +1002,15 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
           } else {
             const int q = j % 2 == 0 ? (src[j / 2] & 15) : (src[j / 2] >> 4);
             const int within = j % 8;
-            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
+            if (bits == 4) {
+              block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
+              continue;
+            }
+            // 2 and 3 bits: the low 2 in chunk g / 4's bits 2 (g % 4).., the third bit in chunk 2's bit g.
+            const int v = q - (bits == 3 ? 4 : 8);
+            const int g = j / 4;
+            block[64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((v & 3) << (2 * (g % 4)));
+            if (bits == 3) block[128 + 4 * lane + j % 4] |= static_cast<uint8_t>((v >> 2) << g);
           }
         }
         for (int which = 0; which < metaPerBlock; which++) {

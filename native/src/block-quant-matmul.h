@@ -112,8 +112,10 @@ class PackedBlockQuantWeight {
 
   int n() const { return n_; }
   int k() const { return k_; }
-  // 4 or 8 as given to Pack, or 6: 8-bit quants that all lie within 32 of the zero point 128
-  // (GGUF's Q6_K) are packed in 6 bits with zero point 32, giving the same products.
+  // 4 or 8 as given to Pack, or fewer where the quants allow, giving the same products: 6 for
+  // 8-bit quants that all lie within 32 of the zero point 128 (GGUF's Q6_K and 5-bit types; zero
+  // point 32), 3 for 4-bit ones all in 4..11 (Q3_K; zero point 4), 2 for 4-bit ones all in 8..11
+  // (Q2_K's unsigned quants; no zero point).
   int bits() const { return bits_; }
   bool hasOffsets() const { return hasOffsets_; }
   // The inputs one activation scale covers: 32, or 256 (llama.cpp's Q8_K, for K-quant weights).

@@ -290,8 +290,9 @@ const KERNEL_BITS: Record<string, number> = {
   Q4_K: 4.625,
   Q5_K: 6.625,
   Q6_K: 6.625,
-  Q3_K: 4.625,
-  Q2_K: 5.125,
+  // 3- and 2-bit quants (the kernel's narrow forms); the sub-block scale and min codes as int8.
+  Q3_K: 3.625,
+  Q2_K: 3.125,
 };
 
 describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.cpp", (name) => {

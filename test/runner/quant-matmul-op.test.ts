@@ -62,7 +62,8 @@ type Meta = "float" | "half" | "coded";
  * small integers (as K-quants store them: Q6_K's signed 8-bit scales, Q4_K's 6-bit scale and min).
  * With scale blocks of 16 (GGUF's Q6_K and Q3_K sub-blocks), each half of a block of 32 has its
  * own scale, and the two halves the same offset (as the converter's stacks repeat Q4_K's), or
- * with `offsetBlock` 16 their own offsets too (GGUF's Q2_K).
+ * with `offsetBlock` 16 their own offsets too (GGUF's Q2_K). `lowBits`: 4-bit quants all in 4..11
+ * (3: Q3_K's q + 8, as the converter stores them) or all in 8..11 (2: Q2_K's, likewise).
  */
 function weight(
   bits: 4 | 8,
@@ -75,12 +76,18 @@ function weight(
   fold = 0,
   sixBit = false,
   offsetBlock: 16 | 32 = 32,
+  lowBits: 0 | 2 | 3 = 0,
 ): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (k / 32);
   // sixBit: 8-bit quants within 32 of the zero point 128, as the converter stores Q6_K's.
+  const nibble = () => (lowBits === 3 ? 4 : 8) + Math.floor(next() * (lowBits === 3 ? 8 : 4));
   const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () =>
-    sixBit ? 96 + Math.floor(next() * 64) : Math.floor(next() * 256),
+    sixBit
+      ? 96 + Math.floor(next() * 64)
+      : lowBits
+        ? nibble() | (nibble() << 4)
+        : Math.floor(next() * 256),
   );
   const perBlock = 32 / scaleBlock;
   // Factors per (column, super-block), redrawn at each super-block's first value.
@@ -123,8 +130,17 @@ function weight(
  */
 function packedBytes(w: NBitsWeight, meta: Meta): number {
   const blocks = w.k / 32;
-  // 8-bit quants within 32 of the zero point are packed in 6 bits.
-  const bits = w.bits === 8 && w.data.every((q) => q >= 96 && q < 160) ? 6 : w.bits;
+  // 8-bit quants within 32 of the zero point are packed in 6 bits; 4-bit ones all in 8..11 in 2,
+  // all in 4..11 in 3.
+  const nibbles = w.bits === 4 ? [...w.data].flatMap((b) => [b & 15, b >> 4]) : [];
+  const bits =
+    w.bits === 8 && w.data.every((q) => q >= 96 && q < 160)
+      ? 6
+      : w.bits === 4 && nibbles.every((q) => q >= 8 && q < 12)
+        ? 2
+        : w.bits === 4 && nibbles.every((q) => q >= 4 && q < 12)
+          ? 3
+          : w.bits;
   const quantBytes = (16 * 32 * bits) / 8;
   const values = 32 / w.blockSize + (w.offsets ? (offsetsPerHalf(w) ? 2 : 1) : 0);
   if (meta === "coded") {
@@ -436,6 +452,31 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       op: QUANT_MATMUL_OFFSET_OP,
       sixBit: true,
     },
+    // Q3_K's and Q2_K's quants as the converter stores them (q + 8: 4..11, 8..11): packed in 3 and 2 bits.
+    { name: "Q3_K in 3 bits", bits: 4, offsets: false, n: 200, op: QUANT_MATMUL_OP, scaleBlock: 16, lowBits: 3 },
+    {
+      name: "Q3_K in 3 bits",
+      bits: 4,
+      offsets: false,
+      n: 200,
+      op: QUANT_MATMUL_OP,
+      scaleBlock: 16,
+      k: 512,
+      q8k: true,
+      lowBits: 3,
+    },
+    {
+      name: "3-bit + SwiGLU",
+      bits: 4,
+      offsets: false,
+      n: 256,
+      glu: "swiglu",
+      op: QUANT_MATMUL_SWIGLU_OP,
+      scaleBlock: 16,
+      lowBits: 3,
+    },
+    { name: "Q2_K in 2 bits", ...Q2_K_FORM, n: 200, op: QUANT_MATMUL_OFFSET_OP, lowBits: 2 },
+    { name: "Q2_K in 2 bits", ...Q2_K_FORM, n: 200, op: QUANT_MATMUL_OFFSET_OP, k: 512, q8k: true, lowBits: 2 },
     // GeGLU (Gemma's MLP): 4- and 8-bit blocks, with offsets, and K-quants' coded scales.
     { name: "Q4_1 + GeGLU", bits: 4, offsets: true, n: 256, glu: "geglu", op: QUANT_MATMUL_OFFSET_GEGLU_OP },
     { name: "Q5_0 + GeGLU", bits: 8, offsets: false, n: 256, glu: "geglu", op: QUANT_MATMUL_GEGLU_OP },
@@ -466,6 +507,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           "fold" in c ? c.fold : 0,
           "sixBit" in c && c.sixBit,
           "offsetBlock" in c ? c.offsetBlock : 32,
+          "lowBits" in c ? c.lowBits : 0,
         );
         if ("q8k" in c) w.activationBlock = 256;
         const half = meta !== "float";

@@ -19,12 +19,12 @@
  * no model file uses) is dequantized and requantized to 8-bit blocks of 32 only when the caller
  * allows it.
  *
- * Debt: storage is wider than the file's for types the kernel has no 2-, 3-, 5- or 6-bit form for
- * (Q2_K and Q3_K as 4-bit, Q2_K's 4-bit scale and min codes as int8: 5.125 bits/weight where the
- * file has 2.625; Q5_0/Q5_1/Q5_K and Q6_K as 8-bit; docs/formats-and-kernels.md has the figures; the native
- * packer codes K-quant scales back into int8 under a half factor), and activations are quantized
- * per 32 inputs where llama.cpp uses Q8_K blocks of 256 for K-quants. F16/BF16 widen to float32
- * (twice their bytes).
+ * The ONNX file stores these 4- and 8-bit; the native kernel packs them back as narrow as the
+ * values allow (2-bit Q2_K, 3-bit Q3_K, 6-bit for the 5- and 6-bit types; K-quant scales coded
+ * into int8 under a half factor: docs/formats-and-kernels.md has the bits per weight it reads).
+ * Debt: the kernel still reads Q2_K's 4-bit scale and min codes as int8 (3.125 bits/weight where
+ * the file has 2.625), and the 5-bit types in 6 bits; F16/BF16 widen to float32 (twice their
+ * bytes).
  *
  * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
  * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256
