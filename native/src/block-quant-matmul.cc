@@ -4,7 +4,9 @@
 // 4g..4g+3); 4-bit ones 4, chunk i holding inputs 8i..8i+3 in its low nibbles and 8i+4..8i+7 in
 // its high ones; 6-bit ones (8-bit quants that all lie within 32 of the zero point 128: GGUF's
 // Q6_K) the 4-bit chunks of their low nibbles, then 2 chunks of their top 2 bits, chunk 4 + h's
-// byte j of lane o holding in bits 2s..2s+1 those of input 4 (4h + s) + j; 2-bit ones (4-bit quants
+// byte j of lane o holding in bits 2s..2s+1 those of input 4 (4h + s) + j; 5-bit ones (8-bit quants
+// within 16 of 128: the 5-bit types) the 4-bit chunks, then 1 chunk of their fifth bits, byte j of
+// lane o holding in bit s that of input 4s + j; 2-bit ones (4-bit quants
 // all in 8..11, less 8: GGUF's Q2_K) only those 2 chunks, and 3-bit ones (4-bit quants all in 4..11,
 // less 4: Q3_K) those 2 and a chunk of their third bits, byte j of lane o holding in bit s that of
 // input 4s + j. Work items are output tiles; each runs its rows in groups of up to 8, so a tile's
@@ -132,6 +134,9 @@ template <int Bits>
 inline int32_t LowStartOf(const BlockMeta& m) {
   return -ZeroPoint<Bits>() * m.lowSum;
 }
+// StartOf and LowStartOf for a zero point known at run time (PackedBlockQuantWeight::zeroPoint).
+inline int32_t StartAt(const BlockMeta& m, int32_t zeroPoint) { return m.start4 / 8 * zeroPoint; }
+inline int32_t LowStartAt(const BlockMeta& m, int32_t zeroPoint) { return -zeroPoint * m.lowSum; }
 
 // dx times the sum of a block's first 16 quantized inputs, and of its second 16: the factors of
 // offsets per 16 inputs (each kernel forms them so, for the same floats).
@@ -411,33 +416,37 @@ ORTSERVE_AVX2_FMA inline __m256i LowBitQuantsAvx2(const uint8_t* block, int g, i
   return _mm256_or_si256(low, _mm256_and_si256(third, _mm256_set1_epi8(0x04)));
 }
 
-// Group g's (inputs 4g..4g+3) 6-bit quants for columns 8h..8h+7 whole: the low nibble from its
-// 4-bit chunk, the top 2 bits moved up to bits 4-5.
-ORTSERVE_AVX2_FMA inline __m256i SixBitQuantsAvx2(const uint8_t* block, int g, int h) {
+// Group g's (inputs 4g..4g+3) 5- or 6-bit quants for columns 8h..8h+7 whole: the low nibble from
+// its 4-bit chunk, the rest moved up to bit 4: 6 bits' top 2 from bits 2 (g % 4).. of chunk
+// 4 + g / 4, 5 bits' fifth from bit g of chunk 4.
+template <int Bits>
+ORTSERVE_AVX2_FMA inline __m256i WholeQuantsAvx2(const uint8_t* block, int g, int h) {
   const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * (g / 2) + 32 * h));
   const __m256i low = _mm256_and_si256(g % 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
-  const __m256i t = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + 64 * (g / 4) + 32 * h));
-  // Bits 2 (g % 4) and up of each byte; 16-bit shifts, the bits they carry across bytes masked off.
-  const int at = 2 * (g % 4);
+  const __m256i t = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 256 + (Bits == 6 ? 64 * (g / 4) : 0) + 32 * h));
+  // 16-bit shifts, the bits they carry across bytes masked off.
+  const int at = Bits == 6 ? 2 * (g % 4) : g;
   const __m256i top = at < 4 ? _mm256_slli_epi16(t, 4 - at) : at > 4 ? _mm256_srli_epi16(t, at - 4) : t;
-  return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+  return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(Bits == 6 ? 0x30 : 0x10)));
 }
 
-// TileAvx2 for 6-bit quants (GGUF's Q6_K and its 5-bit types, stored as 8-bit), which go in whole (0..63):
-// a pair's products are at most 2 x 63 x 127, so two groups' sums stay within 16 bits before they
-// are widened. Taking the nibbles apart as 8-bit quants are took twice the multiplies, and their
+// TileAvx2 for 5- and 6-bit quants (GGUF's 5-bit types and Q6_K, stored as 8-bit), which go in
+// whole (0..63): a pair's products are at most 2 x 63 x 127, so two groups' sums stay within 16
+// bits before they are widened. Taking the nibbles apart as 8-bit quants are took twice the multiplies, and their
 // sums per half of 16 inputs spilled from the 16 registers: a 16-row step's Q6_K projections ran
 // at a third of the 4-bit ones' rate. Per column the float operations are TileAvx2's, in its order
 // (each half's sum scaled into acc where the half ends, the offsets last).
-template <int R, int Offsets, int Meta, bool Pairs>
-ORTSERVE_AVX2_FMA void TileSixBitAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
-                                      int first, int groupRows, float* dst, int64_t stride, int count) {
+template <int R, int Bits, int Offsets, int Meta, bool Pairs>
+ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
+                                           int64_t row0, int first, int groupRows, float* dst, int64_t stride,
+                                           int count) {
   const int blocks = w.blocks();
   const bool prefetch = first == 0;
-  constexpr BlockLayout kLayout(6, Offsets, Meta, Pairs);
+  constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m256i ones = _mm256_set1_epi16(1);
   constexpr int kGroups = Pairs ? 4 : 8;
+  const int32_t zeroPoint = w.zeroPoint();  // 5 bits: 16, or none
   alignas(32) float acc[R][kTile];
   for (int r = 0; r < R; r++)
     for (int c = 0; c < kTile; c++) acc[r][c] = 0.0f;
@@ -454,7 +463,7 @@ ORTSERVE_AVX2_FMA void TileSixBitAvx2(const PackedBlockQuantWeight& w, int tile,
     for (int g = 0; g < 8; g += 2) {
       __m256i quants[2][2];
       for (int p = 0; p < 2; p++)
-        for (int h = 0; h < 2; h++) quants[p][h] = SixBitQuantsAvx2(block, g + p, h);
+        for (int h = 0; h < 2; h++) quants[p][h] = WholeQuantsAvx2<Bits>(block, g + p, h);
       for (int r = 0; r < R; r++) {
         const __m256i in0 = _mm256_set1_epi32(xq[r * 8 + g]);
         const __m256i in1 = _mm256_set1_epi32(xq[r * 8 + g + 1]);
@@ -470,9 +479,9 @@ ORTSERVE_AVX2_FMA void TileSixBitAvx2(const PackedBlockQuantWeight& w, int tile,
       for (int h = 0; h < 2; h++) {
         const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, s, h);
         for (int r = 0; r < R; r++) {
-          const int32_t start = !Pairs  ? StartOf<6>(meta[r])
-                                : s == 0 ? LowStartOf<6>(meta[r])
-                                         : StartOf<6>(meta[r]) - LowStartOf<6>(meta[r]);
+          const int32_t start = !Pairs  ? StartAt(meta[r], zeroPoint)
+                                : s == 0 ? LowStartAt(meta[r], zeroPoint)
+                                         : StartAt(meta[r], zeroPoint) - LowStartAt(meta[r], zeroPoint);
           const __m256i dot = _mm256_add_epi32(wide[r][h], _mm256_set1_epi32(start));
           __m256 a = _mm256_load_ps(acc[r] + 8 * h);
           a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scales, _mm256_set1_ps(meta[r].scale)), a);
@@ -612,8 +621,8 @@ template <int Bits, int Offsets, int Meta, bool Pairs>
 void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
                   float* dst, int64_t stride, int count) {
   const auto pass = [&]<int R>(int first) {
-    if constexpr (Bits == 6)
-      TileSixBitAvx2<R, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
+    if constexpr (Bits == 5 || Bits == 6)
+      TileWholeQuantsAvx2<R, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
     else
       TileAvx2<R, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
   };
@@ -641,6 +650,7 @@ int QuantAt(const uint8_t* block, int bits, int lane, int j) {
   const int low = within < 4 ? (byte & 15) : (byte >> 4);
   if (bits == 4) return low;
   const int g = j / 4;
+  if (bits == 5) return low | ((block[256 + 4 * lane + j % 4] >> g) & 1) << 4;
   return low | ((block[256 + 64 * (g / 4) + 4 * lane + j % 4] >> (2 * (g % 4))) & 3) << 4;
 }
 
@@ -655,19 +665,11 @@ void TileRowsScalar(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
         const uint8_t* block = w.block(tile, b);
         const int8_t* xq = reinterpret_cast<const int8_t*>(x.Block(row0, b)) + r * kBlock;
         const BlockMeta& meta = reinterpret_cast<const BlockMeta*>(x.Block(row0, b) + rows * kBlock)[r];
-        const int32_t start = w.bits() == 2   ? StartOf<2>(meta)
-                              : w.bits() == 3 ? StartOf<3>(meta)
-                              : w.bits() == 4 ? StartOf<4>(meta)
-                              : w.bits() == 6 ? StartOf<6>(meta)
-                                              : StartOf<8>(meta);
+        const int32_t start = StartAt(meta, w.zeroPoint());
         const float scale = w.MetaValue(tile, b, 0, lane);
         if (w.pairScales()) {
           // Each half with its own scale, the first half first (as the vector kernels).
-          const int32_t lowStart = w.bits() == 2   ? LowStartOf<2>(meta)
-                                   : w.bits() == 3 ? LowStartOf<3>(meta)
-                                   : w.bits() == 4 ? LowStartOf<4>(meta)
-                                   : w.bits() == 6 ? LowStartOf<6>(meta)
-                                                   : LowStartOf<8>(meta);
+          const int32_t lowStart = LowStartAt(meta, w.zeroPoint());
           int32_t low = lowStart;
           int32_t high = start - lowStart;
           for (int j = 0; j < kBlock / 2; j++) low += QuantAt(block, w.bits(), lane, j) * xq[j];
@@ -709,6 +711,7 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
   using Two = std::integral_constant<int, 2>;
   using Three = std::integral_constant<int, 3>;
   using Four = std::integral_constant<int, 4>;
+  using Five = std::integral_constant<int, 5>;
   using Six = std::integral_constant<int, 6>;
   using Eight = std::integral_constant<int, 8>;
   // Offsets per block: none, one, or one per 16 inputs.
@@ -720,6 +723,7 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
   if (w.bits() == 2) return withOffsets(Two{});
   if (w.bits() == 3) return withOffsets(Three{});
   if (w.bits() == 4) return withOffsets(Four{});
+  if (w.bits() == 5) return withOffsets(Five{});
   if (w.bits() == 6) return withOffsets(Six{});
   return withOffsets(Eight{});
 }
@@ -733,8 +737,9 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
     case kAvx512Vnni:
       return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
         // Known debt: 2- and 3-bit quants (Q2_K, Q3_K) have no AVX-512 form yet; the AVX2 one gives
-        // the same floats (every CPU with AVX-512 VNNI has AVX2).
-        if constexpr (bits() <= 3)
+        // the same floats (every CPU with AVX-512 VNNI has AVX2). 5-bit ones are packed so only
+        // where AVX-512 VNNI is not the best kernel (Pack), but a kernel set by hand may meet them.
+        if constexpr (bits() <= 3 || bits() == 5)
           TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
         else
           TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
@@ -862,8 +867,8 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   if (offsets != nullptr && pairs)
     for (int64_t b = 0; b < blockCount && !pairOffsets; b++)
       for (int64_t c = 0; c < n && !pairOffsets; c++) pairOffsets = offsets[2 * b * n + c] != offsets[(2 * b + 1) * n + c];
-  // 8-bit quants within 32 of the zero point (GGUF's Q6_K, stored so by the converter) keep their
-  // low 6 bits, less 96: a quarter fewer bytes for a decode step to read, the same products.
+  // Quants are packed as narrow as their values allow: fewer bytes for a decode step to read, the
+  // same products.
   const int inBits = bits;
   // 4-bit quants that all lie in 8..11 (GGUF's Q2_K, stored q + 8) keep 2 bits, less 8 (no zero
   // point), and ones that all lie in 4..11 (Q3_K, likewise) 3 bits, less 4 (zero point 4): the same
@@ -878,16 +883,29 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
     if (low >= 8 && high < 12) bits = 2;
     else if (low >= 4 && high < 12) bits = 3;
   }
+  // 8-bit ones in 112..143 (signed 5-bit types: Q5_0) or 128..159 (unsigned ones with offsets:
+  // Q5_1, Q5_K) keep 5 bits, less 112 (zero point 16) or 128 (none), where the kernel has a 5-bit
+  // form (known debt: not the AVX-512 one, which multiplies them in 6); in 96..159 (Q6_K) 6 bits,
+  // less 96 (zero point 32).
+  int fiveFrom = 0;
   if (bits == 8) {
     const size_t count = static_cast<size_t>(n) * k;
-    bool six = true;
-    for (size_t i = 0; i < count && six; i++) six = quants[i] >= 96 && quants[i] < 160;
-    if (six) bits = 6;
+    int low = 255, high = 0;
+    for (size_t i = 0; i < count; i++) {
+      low = std::min<int>(low, quants[i]);
+      high = std::max<int>(high, quants[i]);
+    }
+    const bool fiveBitKernel = BestKernel() != kAvx512Vnni;
+    if (fiveBitKernel && low >= 112 && high < 144) fiveFrom = 112;
+    else if (fiveBitKernel && low >= 128 && high < 160) fiveFrom = 128;
+    if (fiveFrom != 0) bits = 5;
+    else if (low >= 96 && high < 160) bits = 6;
   }
   FreeWeights(data_);
   n_ = n;
   k_ = k;
   bits_ = bits;
+  zeroPoint_ = bits == 5 ? 128 - fiveFrom : bits == 2 ? 0 : 1 << (bits - 1);
   activationBlock_ = activationBlock;
   hasOffsets_ = offsets != nullptr;
   pairScales_ = pairs;
@@ -993,6 +1011,11 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         for (int j = 0; j < kBlock; j++) {
           if (bits == 8) {
             block[64 * (j / 4) + 4 * lane + j % 4] = src[j];
+          } else if (bits == 5) {
+            const int q = src[j] - fiveFrom;
+            const int within = j % 8;
+            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
+            block[256 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (j / 4));
           } else if (bits == 6) {
             const int q = src[j] - 96;
             const int within = j % 8;

@@ -63,7 +63,8 @@ type Meta = "float" | "half" | "coded";
  * With scale blocks of 16 (GGUF's Q6_K and Q3_K sub-blocks), each half of a block of 32 has its
  * own scale, and the two halves the same offset (as the converter's stacks repeat Q4_K's), or
  * with `offsetBlock` 16 their own offsets too (GGUF's Q2_K). `lowBits`: 4-bit quants all in 4..11
- * (3: Q3_K's q + 8, as the converter stores them) or all in 8..11 (2: Q2_K's, likewise).
+ * (3: Q3_K's q + 8, as the converter stores them) or all in 8..11 (2: Q2_K's, likewise); 5: 8-bit
+ * quants in 112..143 (Q5_0's q + 128, as stored) or, with offsets, 128..159 (Q5_1's, Q5_K's).
  */
 function weight(
   bits: 4 | 8,
@@ -76,18 +77,20 @@ function weight(
   fold = 0,
   sixBit = false,
   offsetBlock: 16 | 32 = 32,
-  lowBits: 0 | 2 | 3 = 0,
+  lowBits: 0 | 2 | 3 | 5 = 0,
 ): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (k / 32);
   // sixBit: 8-bit quants within 32 of the zero point 128, as the converter stores Q6_K's.
   const nibble = () => (lowBits === 3 ? 4 : 8) + Math.floor(next() * (lowBits === 3 ? 8 : 4));
   const data = Uint8Array.from({ length: (blocks * 32 * bits) / 8 }, () =>
-    sixBit
-      ? 96 + Math.floor(next() * 64)
-      : lowBits
-        ? nibble() | (nibble() << 4)
-        : Math.floor(next() * 256),
+    lowBits === 5
+      ? (withOffsets ? 128 : 112) + Math.floor(next() * 32)
+      : sixBit
+        ? 96 + Math.floor(next() * 64)
+        : lowBits
+          ? nibble() | (nibble() << 4)
+          : Math.floor(next() * 256),
   );
   const perBlock = 32 / scaleBlock;
   // Factors per (column, super-block), redrawn at each super-block's first value.
@@ -133,14 +136,20 @@ function packedBytes(w: NBitsWeight, meta: Meta): number {
   // 8-bit quants within 32 of the zero point are packed in 6 bits; 4-bit ones all in 8..11 in 2,
   // all in 4..11 in 3.
   const nibbles = w.bits === 4 ? [...w.data].flatMap((b) => [b & 15, b >> 4]) : [];
+  // 5 bits for 8-bit quants in 112..143 or 128..159, but where AVX-512 VNNI runs (no 5-bit form there).
+  const five = nativeSessions!.blockQuantMatMulKernels[0] !== "avx512-vnni";
   const bits =
-    w.bits === 8 && w.data.every((q) => q >= 96 && q < 160)
-      ? 6
-      : w.bits === 4 && nibbles.every((q) => q >= 8 && q < 12)
-        ? 2
-        : w.bits === 4 && nibbles.every((q) => q >= 4 && q < 12)
-          ? 3
-          : w.bits;
+    w.bits === 8 &&
+    five &&
+    (w.data.every((q) => q >= 112 && q < 144) || w.data.every((q) => q >= 128 && q < 160))
+      ? 5
+      : w.bits === 8 && w.data.every((q) => q >= 96 && q < 160)
+        ? 6
+        : w.bits === 4 && nibbles.every((q) => q >= 8 && q < 12)
+          ? 2
+          : w.bits === 4 && nibbles.every((q) => q >= 4 && q < 12)
+            ? 3
+            : w.bits;
   const quantBytes = (16 * 32 * bits) / 8;
   const values = 32 / w.blockSize + (w.offsets ? (offsetsPerHalf(w) ? 2 : 1) : 0);
   if (meta === "coded") {
@@ -453,7 +462,15 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       sixBit: true,
     },
     // Q3_K's and Q2_K's quants as the converter stores them (q + 8: 4..11, 8..11): packed in 3 and 2 bits.
-    { name: "Q3_K in 3 bits", bits: 4, offsets: false, n: 200, op: QUANT_MATMUL_OP, scaleBlock: 16, lowBits: 3 },
+    {
+      name: "Q3_K in 3 bits",
+      bits: 4,
+      offsets: false,
+      n: 200,
+      op: QUANT_MATMUL_OP,
+      scaleBlock: 16,
+      lowBits: 3,
+    },
     {
       name: "Q3_K in 3 bits",
       bits: 4,
@@ -476,7 +493,38 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       lowBits: 3,
     },
     { name: "Q2_K in 2 bits", ...Q2_K_FORM, n: 200, op: QUANT_MATMUL_OFFSET_OP, lowBits: 2 },
-    { name: "Q2_K in 2 bits", ...Q2_K_FORM, n: 200, op: QUANT_MATMUL_OFFSET_OP, k: 512, q8k: true, lowBits: 2 },
+    // The 5-bit types' quants as stored (within 16 of 128): packed in 5 bits.
+    { name: "Q5_0 in 5 bits", bits: 8, offsets: false, n: 200, op: QUANT_MATMUL_OP, lowBits: 5 },
+    { name: "Q5_1 in 5 bits", bits: 8, offsets: true, n: 200, op: QUANT_MATMUL_OFFSET_OP, lowBits: 5 },
+    {
+      name: "Q5_K in 5 bits",
+      bits: 8,
+      offsets: true,
+      n: 200,
+      op: QUANT_MATMUL_OFFSET_OP,
+      k: 512,
+      q8k: true,
+      lowBits: 5,
+    },
+    {
+      name: "5-bit + SwiGLU, scales per 16",
+      bits: 8,
+      offsets: false,
+      n: 256,
+      glu: "swiglu",
+      op: QUANT_MATMUL_SWIGLU_OP,
+      scaleBlock: 16,
+      lowBits: 5,
+    },
+    {
+      name: "Q2_K in 2 bits",
+      ...Q2_K_FORM,
+      n: 200,
+      op: QUANT_MATMUL_OFFSET_OP,
+      k: 512,
+      q8k: true,
+      lowBits: 2,
+    },
     // GeGLU (Gemma's MLP): 4- and 8-bit blocks, with offsets, and K-quants' coded scales.
     { name: "Q4_1 + GeGLU", bits: 4, offsets: true, n: 256, glu: "geglu", op: QUANT_MATMUL_OFFSET_GEGLU_OP },
     { name: "Q5_0 + GeGLU", bits: 8, offsets: false, n: 256, glu: "geglu", op: QUANT_MATMUL_GEGLU_OP },
