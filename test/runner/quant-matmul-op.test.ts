@@ -325,6 +325,17 @@ function writeGraph(dir: string, name: string, w: NBitsWeight, glu: Glu | undefi
 
 /** GGUF's Q2_K as the converter stores it: 4-bit, scales and offsets per 16 inputs. */
 const Q2_K_FORM = { bits: 4, offsets: true, scaleBlock: 16, offsetBlock: 16 } as const;
+/** Q3_K as the converter stores it: 4-bit quants in 4..11, scales per 16. */
+const Q3_K_STORED = { bits: 4, offsets: false, scaleBlock: 16, lowBits: 3 } as const;
+/** An 8-bit gate/up projection with scales per 16 and its SwiGLU (Q6_K's form). */
+const SWIGLU_PER_16 = {
+  bits: 8,
+  offsets: false,
+  n: 256,
+  glu: "swiglu",
+  op: QUANT_MATMUL_SWIGLU_OP,
+  scaleBlock: 16,
+} as const;
 
 describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", () => {
   let dir: string;
@@ -371,15 +382,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       op: QUANT_MATMUL_OFFSET_OP,
       scaleBlock: 16,
     },
-    {
-      name: "Q6_K + SwiGLU",
-      bits: 8,
-      offsets: false,
-      n: 256,
-      glu: "swiglu",
-      op: QUANT_MATMUL_SWIGLU_OP,
-      scaleBlock: 16,
-    },
+    { name: "Q6_K + SwiGLU", ...SWIGLU_PER_16 },
     // K-quants' super-block scales (coded): Q4_K, Q6_K and their stack, over 2 super-blocks, with
     // the converter's Q8_K activations (q8k); Q4_K also with activations per 32, as a stack with a
     // 32-element type (Q5_0) takes them.
@@ -442,16 +445,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       q8k: true,
       sixBit: true,
     },
-    {
-      name: "6-bit + SwiGLU",
-      bits: 8,
-      offsets: false,
-      n: 256,
-      glu: "swiglu",
-      op: QUANT_MATMUL_SWIGLU_OP,
-      scaleBlock: 16,
-      sixBit: true,
-    },
+    { name: "6-bit + SwiGLU", ...SWIGLU_PER_16, sixBit: true },
     {
       name: "6-bit with offsets",
       bits: 8,
@@ -462,38 +456,11 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       sixBit: true,
     },
     // Q3_K's and Q2_K's quants as the converter stores them (q + 8: 4..11, 8..11): packed in 3 and 2 bits.
-    {
-      name: "Q3_K in 3 bits",
-      bits: 4,
-      offsets: false,
-      n: 200,
-      op: QUANT_MATMUL_OP,
-      scaleBlock: 16,
-      lowBits: 3,
-    },
-    {
-      name: "Q3_K in 3 bits",
-      bits: 4,
-      offsets: false,
-      n: 200,
-      op: QUANT_MATMUL_OP,
-      scaleBlock: 16,
-      k: 512,
-      q8k: true,
-      lowBits: 3,
-    },
-    {
-      name: "3-bit + SwiGLU",
-      bits: 4,
-      offsets: false,
-      n: 256,
-      glu: "swiglu",
-      op: QUANT_MATMUL_SWIGLU_OP,
-      scaleBlock: 16,
-      lowBits: 3,
-    },
+    { name: "Q3_K in 3 bits", ...Q3_K_STORED, n: 200, op: QUANT_MATMUL_OP },
+    { name: "Q3_K in 3 bits", ...Q3_K_STORED, n: 200, op: QUANT_MATMUL_OP, k: 512, q8k: true },
+    { name: "3-bit + SwiGLU", ...Q3_K_STORED, n: 256, glu: "swiglu", op: QUANT_MATMUL_SWIGLU_OP },
     { name: "Q2_K in 2 bits", ...Q2_K_FORM, n: 200, op: QUANT_MATMUL_OFFSET_OP, lowBits: 2 },
-    // The 5-bit types' quants as stored (within 16 of 128): packed in 5 bits.
+    // The 5-bit types' quants as stored (112..143; with offsets 128..159): packed in 5 bits.
     { name: "Q5_0 in 5 bits", bits: 8, offsets: false, n: 200, op: QUANT_MATMUL_OP, lowBits: 5 },
     { name: "Q5_1 in 5 bits", bits: 8, offsets: true, n: 200, op: QUANT_MATMUL_OFFSET_OP, lowBits: 5 },
     {
@@ -506,16 +473,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       q8k: true,
       lowBits: 5,
     },
-    {
-      name: "5-bit + SwiGLU, scales per 16",
-      bits: 8,
-      offsets: false,
-      n: 256,
-      glu: "swiglu",
-      op: QUANT_MATMUL_SWIGLU_OP,
-      scaleBlock: 16,
-      lowBits: 5,
-    },
+    { name: "5-bit + SwiGLU, scales per 16", ...SWIGLU_PER_16, lowBits: 5 },
     {
       name: "Q2_K in 2 bits",
       ...Q2_K_FORM,
