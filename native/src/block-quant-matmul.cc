@@ -123,20 +123,18 @@ constexpr int32_t ZeroPoint() {
   return Bits == 2 ? 0 : 1 << (Bits - 1);
 }
 // The dot product's starting value for a block's zero point, over all 32 inputs (start4 is -8 times
-// the inputs' sum).
-template <int Bits>
-inline int32_t StartOf(const BlockMeta& m) {
-  if constexpr (Bits < 4) return m.start4 / 8 * ZeroPoint<Bits>();
-  return (1 << (Bits - 4)) * m.start4;
-}
-// The same over the first 16 inputs (the second 16's is StartOf - LowStartOf).
-template <int Bits>
-inline int32_t LowStartOf(const BlockMeta& m) {
-  return -ZeroPoint<Bits>() * m.lowSum;
-}
-// StartOf and LowStartOf for a zero point known at run time (PackedBlockQuantWeight::zeroPoint).
+// the inputs' sum), and over its first 16 (the second 16's is the difference); the zero point known
+// at run time (PackedBlockQuantWeight::zeroPoint), or at compile time.
 inline int32_t StartAt(const BlockMeta& m, int32_t zeroPoint) { return m.start4 / 8 * zeroPoint; }
 inline int32_t LowStartAt(const BlockMeta& m, int32_t zeroPoint) { return -zeroPoint * m.lowSum; }
+template <int Bits>
+inline int32_t StartOf(const BlockMeta& m) {
+  return StartAt(m, ZeroPoint<Bits>());
+}
+template <int Bits>
+inline int32_t LowStartOf(const BlockMeta& m) {
+  return LowStartAt(m, ZeroPoint<Bits>());
+}
 
 // dx times the sum of a block's first 16 quantized inputs, and of its second 16: the factors of
 // offsets per 16 inputs (each kernel forms them so, for the same floats).
@@ -403,6 +401,36 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
+// Block b's offsets for columns 8h..8h+7 (the second half's too with offsets per 16; both zero
+// without offsets), the zero point folded out of coded and half ones added back (one rounding).
+struct OffsetsAvx2 {
+  __m256 low, high;
+};
+template <int Offsets, int Meta, bool Pairs>
+ORTSERVE_AVX2_FMA inline OffsetsAvx2 LoadOffsetsAvx2(const PackedBlockQuantWeight& w, const uint8_t* tileData,
+                                                     const BlockLayout& layout, int b, int h) {
+  if constexpr (!Offsets) return {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const __m256 scales = LoadMeta8<Meta>(tileData, layout, b, 0, h);
+  const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, layout, b, 1, h) : scales;
+  __m256 low = LoadMeta8<Meta>(tileData, layout, b, layout.scalesPerBlock, h);
+  __m256 high = Offsets == 2 ? LoadMeta8<Meta>(tileData, layout, b, layout.scalesPerBlock + 1, h) : low;
+  if constexpr (Meta != kFloatMeta) low = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, low);
+  if constexpr (Offsets == 2 && Meta != kFloatMeta)
+    high = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, high);
+  return {low, high};
+}
+// a plus a row's offset terms: each offset times dx times the sum of the quantized inputs it covers.
+template <int Offsets>
+ORTSERVE_AVX2_FMA inline __m256 AddOffsetsAvx2(__m256 a, const OffsetsAvx2& offsets, const BlockMeta& meta) {
+  if constexpr (Offsets == 2) {
+    a = _mm256_fmadd_ps(offsets.low, _mm256_set1_ps(LowScaledSum(meta)), a);
+    return _mm256_fmadd_ps(offsets.high, _mm256_set1_ps(HighScaledSum(meta)), a);
+  } else if constexpr (Offsets == 1) {
+    return _mm256_fmadd_ps(offsets.low, _mm256_set1_ps(meta.scaledSum), a);
+  }
+  return a;
+}
+
 // Group g's (inputs 4g..4g+3) 2- or 3-bit quants for columns 8h..8h+7 whole: bits 2 (g % 4) and
 // 2 (g % 4) + 1 of 2-bit chunk g / 4, and for 3 bits, bit g of the third-bit chunk moved to bit 2.
 // 16-bit shifts, the bits they carry across bytes masked off.
@@ -492,23 +520,9 @@ ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int 
     }
     if constexpr (Offsets) {
       for (int h = 0; h < 2; h++) {
-        const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, 0, h);
-        const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
-        __m256 offsets = LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock, h);
-        __m256 highOffsets = Offsets == 2 ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1, h) : offsets;
-        if constexpr (Meta != kFloatMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
-        if constexpr (Offsets == 2 && Meta != kFloatMeta)
-          highOffsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, highOffsets);
-        for (int r = 0; r < R; r++) {
-          __m256 a = _mm256_load_ps(acc[r] + 8 * h);
-          if constexpr (Offsets == 2) {
-            a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(LowScaledSum(meta[r])), a);
-            a = _mm256_fmadd_ps(highOffsets, _mm256_set1_ps(HighScaledSum(meta[r])), a);
-          } else {
-            a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(meta[r].scaledSum), a);
-          }
-          _mm256_store_ps(acc[r] + 8 * h, a);
-        }
+        const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(w, tileData, kLayout, b, h);
+        for (int r = 0; r < R; r++)
+          _mm256_store_ps(acc[r] + 8 * h, AddOffsetsAvx2<Offsets>(_mm256_load_ps(acc[r] + 8 * h), offsets, meta[r]));
       }
     }
   }
@@ -593,23 +607,13 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     for (int h = 0; h < 2; h++) {
       const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, 0, h);
       const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
-      __m256 offsets = Offsets ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock, h) : _mm256_setzero_ps();
-      __m256 highOffsets = Offsets == 2 ? LoadMeta8<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1, h) : offsets;
-      if constexpr (Offsets && Meta != kFloatMeta) offsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, offsets);
-      if constexpr (Offsets == 2 && Meta != kFloatMeta)
-        highOffsets = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, highOffsets);
+      const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(w, tileData, kLayout, b, h);
       for (int r = 0; r < R; r++) {
         __m256 a = _mm256_load_ps(acc[r] + 8 * h);
         const __m256 dx = _mm256_set1_ps(meta[r].scale);
         a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h][0]), _mm256_mul_ps(scales, dx), a);
         if constexpr (Pairs) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h][1]), _mm256_mul_ps(highScales, dx), a);
-        if constexpr (Offsets == 2) {
-          a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(LowScaledSum(meta[r])), a);
-          a = _mm256_fmadd_ps(highOffsets, _mm256_set1_ps(HighScaledSum(meta[r])), a);
-        } else if constexpr (Offsets == 1) {
-          a = _mm256_fmadd_ps(offsets, _mm256_set1_ps(meta[r].scaledSum), a);
-        }
-        _mm256_store_ps(acc[r] + 8 * h, a);
+        _mm256_store_ps(acc[r] + 8 * h, AddOffsetsAvx2<Offsets>(a, offsets, meta[r]));
       }
     }
   }
