@@ -32,7 +32,14 @@
 #include "half-float.h"
 #include "prefetch.h"
 
-#ifdef ORTSERVE_X86_SIMD
+#ifdef ORTSERVE_EMULATE_AVX512
+// A test build (native/test/kernel-parity.cc): the AVX-512 VNNI kernel over a scalar stand-in for
+// its intrinsics, so that a CPU without AVX-512 holds it to the portable loop too. No AVX2 kernel.
+#undef ORTSERVE_X86_SIMD
+#define ORTSERVE_AVX512_KERNEL 1
+#include "../test/avx512-emulation.h"
+#elif defined(ORTSERVE_X86_SIMD)
+#define ORTSERVE_AVX512_KERNEL 1
 #include <immintrin.h>
 #endif
 
@@ -56,8 +63,13 @@ inline void CpuRelax() {
 #endif
 }
 
+#ifdef ORTSERVE_EMULATE_AVX512
+const bool gAvx512Vnni = true;
+const bool gAvx2 = false;
+#else
 const bool gAvx512Vnni = Cpu().avx512Vnni;
 const bool gAvx2 = Cpu().avx2 && Cpu().fma && Cpu().f16c;
+#endif
 
 // The kernels, fastest last. Every one gives the same floats: the integer dot products are exact
 // and the float epilogue runs in the same order.
@@ -169,8 +181,24 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, 
   *scale = amax / 127.0f;
 }
 
-#ifdef ORTSERVE_X86_SIMD
+// Blocks ahead of the one being multiplied whose weights a tile prefetches: in the AVX-512 kernel
+// a tile of more than 4 rows, in the AVX2 kernel every tile. With more than 4 rows the tile is
+// compute-bound and the hardware prefetcher, meeting each thread's run of tiles cold (the step's
+// other work has evicted them), left the kernel waiting on memory: 16 rows over 30 layers'
+// projections took ~20% longer without it in a C++ harness. With fewer rows, on Intel Sapphire
+// Rapids, the step is bound by the weights' bytes and the extra loads made it slower; on AMD Zen 3
+// (AVX2 only) a single row streamed at half the memory's bandwidth without it, the hardware
+// prefetcher alone keeping too few lines in flight (1 GB of Q4_K tiles, one thread: 4.4 -> 10.7
+// GB/s, against 8.9 for a plain read of 1 GiB).
+// Known debt: AMD Zen 4 (AVX-512 VNNI) has not been measured with the prefetch at few rows.
+constexpr int kPrefetchBlocks = 8;
+
+#ifdef ORTSERVE_AVX512_KERNEL
+#ifdef ORTSERVE_EMULATE_AVX512
+#define ORTSERVE_AVX512_VNNI
+#else
 #define ORTSERVE_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#endif
 
 // Block b's 16 scales or offsets (`which`, as BlockLayout::Meta) as floats, from float, half or
 // coded storage (factor * code: exact in float, so the very values the float layout holds).
@@ -205,17 +233,6 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
   *sum = *lowSum + _mm512_reduce_add_epi32(qb);
 }
 
-// Blocks ahead of the one being multiplied whose weights a tile prefetches: in the AVX-512 kernel
-// a tile of more than 4 rows, in the AVX2 kernel every tile. With more than 4 rows the tile is
-// compute-bound and the hardware prefetcher, meeting each thread's run of tiles cold (the step's
-// other work has evicted them), left the kernel waiting on memory: 16 rows over 30 layers'
-// projections took ~20% longer without it in a C++ harness. With fewer rows, on Intel Sapphire
-// Rapids, the step is bound by the weights' bytes and the extra loads made it slower; on AMD Zen 3
-// (AVX2 only) a single row streamed at half the memory's bandwidth without it, the hardware
-// prefetcher alone keeping too few lines in flight (1 GB of Q4_K tiles, one thread: 4.4 -> 10.7
-// GB/s, against 8.9 for a plain read of 1 GiB).
-// Known debt: AMD Zen 4 (AVX-512 VNNI) has not been measured with the prefetch at few rows.
-constexpr int kPrefetchBlocks = 8;
 
 // Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
 template <int R, int Bits, int Offsets, int Meta, bool Pairs>
@@ -225,6 +242,8 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
   const __m512i lowNibbles = _mm512_set1_epi8(0x0f);
+  // 5 bits: 16, or none (known at run time); else ZeroPoint<Bits>.
+  const int32_t zeroPoint = Bits == 5 ? w.zeroPoint() : ZeroPoint<Bits>();
   __m512 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   for (int b = 0; b < blocks; b++) {
@@ -235,11 +254,34 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
     }
     __m512i quants[8];
-    if constexpr (Bits == 4 || Bits == 6) {
+    if constexpr (Bits <= 3) {
+      // Group g's 2 bits at bits 2 (g % 4) of 2-bit chunk g / 4; for 3 bits, its third at bit g of
+      // the third-bit chunk, moved to bit 2. 16-bit shifts, the bits they carry across bytes masked off.
+      const __m512i twoBits = _mm512_set1_epi8(0x03);
+      for (int g = 0; g < 8; g++)
+        quants[g] = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512(block + 64 * (g / 4)), 2 * (g % 4)), twoBits);
+      if constexpr (Bits == 3) {
+        const __m512i t = _mm512_load_si512(block + 128);
+        const __m512i thirdBit = _mm512_set1_epi8(0x04);
+        for (int g = 0; g < 8; g++) {
+          const __m512i third = g < 2 ? _mm512_slli_epi16(t, 2 - g) : g > 2 ? _mm512_srli_epi16(t, g - 2) : t;
+          quants[g] = _mm512_or_si512(quants[g], _mm512_and_si512(third, thirdBit));
+        }
+      }
+    } else if constexpr (Bits == 4 || Bits == 5 || Bits == 6) {
       for (int i = 0; i < 4; i++) {
         const __m512i v = _mm512_load_si512(block + 64 * i);
         quants[2 * i] = _mm512_and_si512(v, lowNibbles);
         quants[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles);
+      }
+      if constexpr (Bits == 5) {
+        // Each group's fifth bit, from bit g of the fifth-bit chunk to bit 4.
+        const __m512i t = _mm512_load_si512(block + 256);
+        const __m512i fifthBit = _mm512_set1_epi8(0x10);
+        for (int g = 0; g < 8; g++) {
+          const __m512i fifth = g < 4 ? _mm512_slli_epi16(t, 4 - g) : g > 4 ? _mm512_srli_epi16(t, g - 4) : t;
+          quants[g] = _mm512_or_si512(quants[g], _mm512_and_si512(fifth, fifthBit));
+        }
       }
       if constexpr (Bits == 6) {
         // Each group's top 2 bits, moved to bits 4-5 of its bytes (the shifts stay within them).
@@ -275,10 +317,10 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     __m512i dot[R][kChains];
     for (int r = 0; r < R; r++) {
       if constexpr (Pairs) {
-        dot[r][0] = _mm512_set1_epi32(LowStartOf<Bits>(meta[r]));
-        dot[r][1] = _mm512_set1_epi32(StartOf<Bits>(meta[r]) - LowStartOf<Bits>(meta[r]));
+        dot[r][0] = _mm512_set1_epi32(LowStartAt(meta[r], zeroPoint));
+        dot[r][1] = _mm512_set1_epi32(StartAt(meta[r], zeroPoint) - LowStartAt(meta[r], zeroPoint));
       } else {
-        dot[r][0] = _mm512_set1_epi32(StartOf<Bits>(meta[r]));
+        dot[r][0] = _mm512_set1_epi32(StartAt(meta[r], zeroPoint));
         if constexpr (kChains == 2) dot[r][1] = _mm512_setzero_si512();
       }
     }
@@ -324,6 +366,9 @@ void TileRowsAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRo
   }
 }
 
+#endif  // ORTSERVE_AVX512_KERNEL
+
+#ifdef ORTSERVE_X86_SIMD
 // ---- AVX2 (CPUs without AVX-512 VNNI) ----
 #define ORTSERVE_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
 
@@ -736,24 +781,17 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
 void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
               int64_t stride) {
   const int count = std::min(kTile, w.n() - tile * kTile);
+#ifdef ORTSERVE_AVX512_KERNEL
+  if (gKernel.load(std::memory_order_relaxed) == kAvx512Vnni)
+    return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
+      TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
+    });
+#endif
 #ifdef ORTSERVE_X86_SIMD
-  switch (gKernel.load(std::memory_order_relaxed)) {
-    case kAvx512Vnni:
-      return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
-        // Known debt: 2- and 3-bit quants (Q2_K, Q3_K) have no AVX-512 form yet; the AVX2 one gives
-        // the same floats (every CPU with AVX-512 VNNI has AVX2). 5-bit ones are packed so only
-        // where AVX-512 VNNI is not the best kernel (Pack), but a kernel set by hand may meet them.
-        if constexpr (bits() <= 3 || bits() == 5)
-          TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
-        else
-          TileRowsAvx512<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
-      });
-    case kAvx2:
-      return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
-        TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
-      });
-    default: break;
-  }
+  if (gKernel.load(std::memory_order_relaxed) == kAvx2)
+    return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
+      TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
+    });
 #endif
   TileRowsScalar(w, tile, x, row0, rows, dst, stride, count);
 }
@@ -764,7 +802,7 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 // largest-magnitude input is positive, which gives the same products).
 void QuantizeRows(const float* in, int64_t from, int64_t to, int k, int activationBlock, QuantizedRows& x) {
   const int blocks = k / kBlock;
-#ifdef ORTSERVE_X86_SIMD
+#ifdef ORTSERVE_AVX512_KERNEL
   const int kernel = gKernel.load(std::memory_order_relaxed);
 #endif
   for (int64_t r = from; r < to; r++) {
@@ -799,10 +837,13 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, int activati
       const float* src = in + r * k + b * kBlock;
       BlockMeta* meta = x.Meta(r, b);
       int32_t sum = 0;
-#ifdef ORTSERVE_X86_SIMD
+#ifdef ORTSERVE_AVX512_KERNEL
       if (kernel == kAvx512Vnni)
         QuantizeBlockAvx512(src, x.Quants(r, b), &meta->scale, &sum, &meta->lowSum);
-      else if (kernel == kAvx2)
+      else
+#endif
+#ifdef ORTSERVE_X86_SIMD
+      if (kernel == kAvx2)
         QuantizeBlockAvx2(src, x.Quants(r, b), &meta->scale, &sum, &meta->lowSum);
       else
 #endif
@@ -888,8 +929,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
     else if (low >= 4 && high < 12) bits = 3;
   }
   // 8-bit ones in 112..143 (signed 5-bit types: Q5_0) or 128..159 (unsigned ones with offsets:
-  // Q5_1, Q5_K) keep 5 bits, less 112 (zero point 16) or 128 (none), where the kernel has a 5-bit
-  // form (known debt: not the AVX-512 one, which multiplies them in 6); in 96..159 (Q6_K) 6 bits,
+  // Q5_1, Q5_K) keep 5 bits, less 112 (zero point 16) or 128 (none); in 96..159 (Q6_K) 6 bits,
   // less 96 (zero point 32).
   int fiveFrom = 0;
   if (bits == 8) {
@@ -899,9 +939,8 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
       low = std::min<int>(low, quants[i]);
       high = std::max<int>(high, quants[i]);
     }
-    const bool fiveBitKernel = BestKernel() != kAvx512Vnni;
-    if (fiveBitKernel && low >= 112 && high < 144) fiveFrom = 112;
-    else if (fiveBitKernel && low >= 128 && high < 160) fiveFrom = 128;
+    if (low >= 112 && high < 144) fiveFrom = 112;
+    else if (low >= 128 && high < 160) fiveFrom = 128;
     if (fiveFrom != 0) bits = 5;
     else if (low >= 96 && high < 160) bits = 6;
   }

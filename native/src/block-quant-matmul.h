@@ -113,9 +113,9 @@ class PackedBlockQuantWeight {
   int n() const { return n_; }
   int k() const { return k_; }
   // 4 or 8 as given to Pack, or fewer where the quants allow, giving the same products: 5 for
-  // 8-bit quants that all lie in 112..143 or 128..159 (GGUF's 5-bit types; not where the AVX-512
-  // VNNI kernel runs), 6 in 96..159 (Q6_K), 3 for 4-bit ones all in 4..11 (Q3_K; zero point 4), 2 for 4-bit ones all in 8..11
-  // (Q2_K's unsigned quants; no zero point).
+  // 8-bit quants that all lie in 112..143 or 128..159 (GGUF's 5-bit types), 6 in 96..159 (Q6_K),
+  // 3 for 4-bit ones all in 4..11 (Q3_K; zero point 4), 2 for 4-bit ones all in 8..11 (Q2_K's
+  // unsigned quants; no zero point).
   int bits() const { return bits_; }
   // What the packed quants are less: 2^(bits - 1), but none for 2 bits (Q2_K's unsigned quants)
   // and 5-bit ones taken from 128..159 (Q5_1's, Q5_K's).

@@ -21,7 +21,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { onnxFileName } from "../../src/core/model/model-files.ts";
 import { activationBlocksOf, describeModel } from "../../src/core/runner/attention-graph.ts";
-import { nativeSessions } from "../../src/core/runner/native-session.ts";
 import { convertGguf } from "../../src/models/convert/convert.ts";
 import { hasIntegerBlocks } from "../../src/models/convert/integer-blocks.ts";
 import { readQ8kActivations, readQuantReport } from "../../src/models/convert/quant-report.ts";
@@ -280,18 +279,16 @@ function medianRowError(got: Float32Array, want: Float32Array): number {
 
 const FLOAT_TYPES: Record<string, GgmlTypeId> = { F16: GgmlType.F16, BF16: GgmlType.BF16 };
 
-// The kernel packs 5-bit types in 5 bits except where AVX-512 VNNI runs (its kernel has no 5-bit form).
-const FIVE = nativeSessions?.blockQuantMatMulKernels[0] === "avx512-vnni" ? 1 : 0;
 /** Bits per weight the native kernel reads for a model of one type (docs/formats-and-kernels.md). */
 const KERNEL_BITS: Record<string, number> = {
   Q4_0: 4.5,
   // Half scales and offsets: the nibbles' folded zero point is taken out of the offsets.
   Q4_1: 5.0,
   Q8_0: 8.5,
-  Q5_0: 5.5 + FIVE,
-  Q5_1: 6.0 + FIVE,
+  Q5_0: 5.5,
+  Q5_1: 6.0,
   Q4_K: 4.625,
-  Q5_K: 5.625 + FIVE,
+  Q5_K: 5.625,
   Q6_K: 6.625,
   // 3- and 2-bit quants (the kernel's narrow forms); the sub-block scale and min codes as int8.
   Q3_K: 3.625,

@@ -133,15 +133,11 @@ function weight(
  */
 function packedBytes(w: NBitsWeight, meta: Meta): number {
   const blocks = w.k / 32;
-  // 8-bit quants within 32 of the zero point are packed in 6 bits; 4-bit ones all in 8..11 in 2,
-  // all in 4..11 in 3.
+  // 8-bit quants in 112..143 or 128..159 are packed in 5 bits, within 32 of the zero point in 6;
+  // 4-bit ones all in 8..11 in 2, all in 4..11 in 3.
   const nibbles = w.bits === 4 ? [...w.data].flatMap((b) => [b & 15, b >> 4]) : [];
-  // 5 bits for 8-bit quants in 112..143 or 128..159, but where AVX-512 VNNI runs (no 5-bit form there).
-  const five = nativeSessions!.blockQuantMatMulKernels[0] !== "avx512-vnni";
   const bits =
-    w.bits === 8 &&
-    five &&
-    (w.data.every((q) => q >= 112 && q < 144) || w.data.every((q) => q >= 128 && q < 160))
+    w.bits === 8 && (w.data.every((q) => q >= 112 && q < 144) || w.data.every((q) => q >= 128 && q < 160))
       ? 5
       : w.bits === 8 && w.data.every((q) => q >= 96 && q < 160)
         ? 6

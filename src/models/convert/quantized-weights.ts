@@ -23,8 +23,7 @@
  * values allow (2-bit Q2_K, 3-bit Q3_K, 5-bit Q5_0/Q5_1/Q5_K, 6-bit Q6_K; K-quant scales coded
  * into int8 under a half factor: docs/formats-and-kernels.md has the bits per weight it reads).
  * Debt: the kernel still reads Q2_K's 4-bit scale and min codes as int8 (3.125 bits/weight where
- * the file has 2.625), and under AVX-512 VNNI the 5-bit types in 6 bits; F16/BF16 widen to
- * float32 (twice their bytes).
+ * the file has 2.625); F16/BF16 widen to float32 (twice their bytes).
  *
  * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
  * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256

@@ -1,0 +1,157 @@
+// The AVX-512 VNNI projection kernel held to the portable loop on any x86-64 CPU: block-quant-
+// matmul.cc built with ORTSERVE_EMULATE_AVX512 runs that kernel's code over avx512-emulation.h.
+// Every kind of packed weight (2, 3, 4, 5, 6 and 8 bits; scales per 32 or per 16; no offsets,
+// offsets per block or per half; float, half or coded scales, offsets folded or not; activations
+// per 32 or per 256; with and without a SwiGLU) times 1 to 16 rows must give the portable loop's
+// floats bit for bit. Prints one line per kind of quants and exits 1 at the first difference.
+// Built and run by test/runner/avx512-emulated.test.ts:
+//
+//   g++ -std=gnu++20 -O2 -ffp-contract=off -DORTSERVE_EMULATE_AVX512 native/test/kernel-parity.cc \
+//     native/src/block-quant-matmul.cc native/src/weight-arena.cc native/src/projection-epilogue.cc
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../src/block-quant-matmul.h"
+#include "../src/half-float.h"
+
+namespace {
+
+using ortserve::Glu;
+
+struct QuantForm {
+  const char* name;
+  int inBits;  // as given to Pack
+  int low, high;  // the quants' range
+  int packedBits;  // what Pack must make of them
+};
+constexpr QuantForm kForms[] = {
+    {"2-bit (Q2_K)", 4, 8, 11, 2},     {"3-bit (Q3_K)", 4, 4, 11, 3},         {"4-bit", 4, 0, 15, 4},
+    {"5-bit, zero point 16 (Q5_0)", 8, 112, 143, 5}, {"5-bit (Q5_1, Q5_K)", 8, 128, 159, 5},
+    {"6-bit (Q6_K)", 8, 96, 159, 6},   {"8-bit", 8, 0, 255, 8},
+};
+
+constexpr int kK = 512;
+constexpr int kRowCounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 16};
+
+std::mt19937 gRandom(20261129);
+float Uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(gRandom); }
+int Integer(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gRandom); }
+// A random half value in [2^-9, 2^-5), as K-quants' super-block scales are.
+float RandomHalf() { return ortserve::HalfToFloat(ortserve::FloatToHalf(Uniform(0.002f, 0.03f))); }
+
+struct Weights {
+  std::vector<uint8_t> quants;
+  std::vector<float> scales, offsets;
+};
+
+// meta: ortserve::MetaKind; offsets 0 (none), 1 (per 32), 2 (per 16, the halves' differing).
+Weights MakeWeights(const QuantForm& form, int n, int scaleBlock, int offsets, int meta, float fold) {
+  Weights w;
+  const int perBlock = 32 / scaleBlock;
+  const int groups = kK / scaleBlock;
+  w.quants.resize(static_cast<size_t>(n) * kK * form.inBits / 8);
+  for (int c = 0; c < n; c++)
+    for (int j = 0; j < kK; j++) {
+      const int q = Integer(form.low, form.high);
+      const size_t i = static_cast<size_t>(c) * kK + j;
+      if (form.inBits == 8) w.quants[i] = static_cast<uint8_t>(q);
+      else w.quants[i / 2] |= static_cast<uint8_t>(q << (4 * (i % 2)));
+    }
+  // Coded: per column and super-block of 256 inputs a half factor times int8 codes.
+  std::vector<float> factors(static_cast<size_t>(n) * (kK / 256) * 2);
+  for (float& f : factors) f = RandomHalf();
+  auto value = [&](int c, int g, int kind) {
+    if (meta == ortserve::kCodedMeta) return factors[(c * (kK / 256) + g * scaleBlock / 256) * 2 + kind] * Integer(-128, 127);
+    if (meta == ortserve::kHalfMeta) return ortserve::HalfToFloat(ortserve::FloatToHalf(Uniform(-0.05f, 0.05f)));
+    return Uniform(-0.05f, 0.05f);
+  };
+  w.scales.resize(static_cast<size_t>(n) * groups);
+  for (int c = 0; c < n; c++)
+    for (int g = 0; g < groups; g++) w.scales[static_cast<size_t>(c) * groups + g] = value(c, g, 0);
+  if (offsets == 0) return w;
+  w.offsets.resize(static_cast<size_t>(groups) * n);
+  for (int g = 0; g < groups; g++)
+    for (int c = 0; c < n; c++) {
+      // Per block, the halves share the first half's offset.
+      const bool shared = offsets == 1 && g % perBlock != 0;
+      const float own = shared ? w.offsets[static_cast<size_t>(g - 1) * n + c] : value(c, g, 1);
+      w.offsets[static_cast<size_t>(g) * n + c] =
+          shared ? own : fold * w.scales[static_cast<size_t>(c) * groups + g] + own;
+    }
+  return w;
+}
+
+void Serial(size_t count, const std::function<void(size_t)>& fn) {
+  for (size_t i = 0; i < count; i++) fn(i);
+}
+
+std::vector<float> Run(const char* kernel, const ortserve::PackedBlockQuantWeight& w, const std::vector<float>& x,
+                       int rows, Glu glu) {
+  if (!ortserve::SetBlockQuantMatMulKernel(kernel)) {
+    std::printf("no %s kernel in this build\n", kernel);
+    std::exit(2);
+  }
+  std::vector<float> out(static_cast<size_t>(rows) * (glu == Glu::kNone ? w.n() : w.n() / 2));
+  ortserve::BlockQuantMatMul(w, x.data(), rows, glu, out.data(), Serial);
+  return out;
+}
+
+}  // namespace
+
+int main() {
+  // Inputs: random, with an all-zero block and a block with one large value.
+  std::vector<float> x(16 * kK);
+  for (float& v : x) v = Uniform(-1.0f, 1.0f);
+  for (int j = 0; j < 32; j++) x[kK + 64 + j] = 0.0f;
+  x[2 * kK + 100] = 40.0f;
+  int total = 0;
+  for (const QuantForm& form : kForms) {
+    int cases = 0;
+    for (int scaleBlock : {32, 16})
+      for (int offsets = 0; offsets <= (scaleBlock == 16 ? 2 : 1); offsets++)
+        for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta})
+          for (float fold : {0.0f, 8.0f}) {
+            if (fold != 0.0f && (offsets == 0 || meta == ortserve::kFloatMeta)) continue;
+            for (int activationBlock : {32, 256})
+              for (Glu glu : {Glu::kNone, Glu::kSwiGlu}) {
+                // 40 columns end in a partial tile; a glu needs whole tiles in each half.
+                const int n = glu == Glu::kNone ? 40 : 64;
+                const Weights weights = MakeWeights(form, n, scaleBlock, offsets, meta, fold);
+                ortserve::PackedBlockQuantWeight w;
+                const char* error = w.Pack(weights.quants.data(), weights.scales.data(),
+                                           offsets ? weights.offsets.data() : nullptr, n, kK, form.inBits,
+                                           scaleBlock, activationBlock);
+                char label[200];
+                std::snprintf(label, sizeof label, "%s, scales per %d, offsets %d, meta %d, fold %g, activations per %d, glu %d",
+                              form.name, scaleBlock, offsets, meta, fold, activationBlock, static_cast<int>(glu));
+                const bool asMeant = error == nullptr && w.bits() == form.packedBits && w.metaKind() == meta &&
+                                     w.offsetFold() == (meta == ortserve::kFloatMeta ? 0.0f : fold) &&
+                                     w.pairScales() == (scaleBlock == 16) && w.pairOffsets() == (offsets == 2);
+                if (!asMeant) {
+                  std::printf("FAIL %s: packed as %d bits, meta %d, fold %g (%s)\n", label, w.bits(), w.metaKind(),
+                              w.offsetFold(), error ? error : "no error");
+                  return 1;
+                }
+                for (int rows : kRowCounts) {
+                  const std::vector<float> expected = Run("scalar", w, x, rows, glu);
+                  const std::vector<float> got = Run("avx512-vnni", w, x, rows, glu);
+                  for (size_t i = 0; i < expected.size(); i++)
+                    if (std::memcmp(&expected[i], &got[i], sizeof(float)) != 0) {
+                      std::printf("FAIL %s, %d rows: output %zu is %.9g, the portable loop's %.9g\n", label, rows, i,
+                                  got[i], expected[i]);
+                      return 1;
+                    }
+                  cases++;
+                }
+              }
+          }
+    std::printf("ok %s: %d cases\n", form.name, cases);
+    total += cases;
+  }
+  std::printf("ok %d cases\n", total);
+  return 0;
+}
