@@ -888,6 +888,83 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
   return false;
 }
 
+const char* CheckPackArguments(int n, int k, int bits, int scaleBlock, int activationBlock) {
+  if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
+  if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
+  if (activationBlock != kBlock && activationBlock != kSuperBlock) return "activation_block must be 32 or 256";
+  if (k % activationBlock != 0) return "k must be a multiple of activation_block";
+  if (scaleBlock != kBlock && scaleBlock != kBlock / 2) return "scales must come per 32 or per 16 inputs";
+  return nullptr;
+}
+
+// What Pack makes of quants given `inBits` wide whose values all lie in low..high (4-bit ones: the
+// nibbles'): the bits it keeps and the value it takes off each first, so the same products come
+// out of fewer bytes (the zero point is then 2^(inBits - 1) less `from`).
+struct QuantForm {
+  int bits = 8;
+  int from = 0;
+  bool operator==(const QuantForm& o) const { return bits == o.bits && from == o.from; }
+};
+QuantForm NarrowQuants(int inBits, int low, int high) {
+  if (inBits == 8) {
+    // Within 8 of the zero point 128: 4-bit quants widened (a stack's Q4_K or Q5_0 part beside a
+    // Q6_K or Q8_0 one), and narrower still if they allow.
+    if (low >= 120 && high < 136) {
+      const QuantForm four = NarrowQuants(4, low - 120, high - 120);
+      return {four.bits, four.from + 120};
+    }
+    if (low >= 112 && high < 144) return {5, 112};  // signed 5-bit types (Q5_0): zero point 16
+    if (low >= 128 && high < 160) return {5, 128};  // unsigned ones with offsets (Q5_1, Q5_K)
+    if (low >= 96 && high < 160) return {6, 96};    // Q6_K: zero point 32
+    return {8, 0};
+  }
+  if (low >= 8 && high < 12) return {2, 8};  // Q2_K, stored q + 8: unsigned, no zero point
+  if (low >= 4 && high < 12) return {3, 4};  // Q3_K: zero point 4
+  return {4, 0};
+}
+
+// The narrowest form of columns [c0, c1) of Pack's arguments: their quants' (NarrowQuants), scales
+// per 16 kept per 32 where the halves of every block agree (a stack's Q4_K part, repeated per half
+// beside a Q6_K one), offsets per 32 likewise, and none where all are zero (the stack's parts
+// without them).
+struct PackForm {
+  QuantForm quants;
+  bool pairScales = false;
+  bool pairOffsets = false;
+  bool offsets = false;
+  bool operator==(const PackForm& o) const {
+    return quants == o.quants && pairScales == o.pairScales && pairOffsets == o.pairOffsets && offsets == o.offsets;
+  }
+};
+PackForm FormOf(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int inBits,
+                int scaleBlock, int64_t c0, int64_t c1) {
+  const size_t rowBytes = static_cast<size_t>(k) * inBits / 8;
+  int low = inBits == 8 ? 255 : 15, high = 0;
+  for (size_t i = c0 * rowBytes; i < c1 * rowBytes; i++) {
+    const int a = inBits == 8 ? quants[i] : quants[i] & 15;
+    const int b = inBits == 8 ? quants[i] : quants[i] >> 4;
+    low = std::min({low, a, b});
+    high = std::max({high, a, b});
+  }
+  PackForm form{NarrowQuants(inBits, low, high)};
+  const int64_t blockCount = k / kBlock;
+  const int perBlock = kBlock / scaleBlock;
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t b = 0; b < blockCount; b++) {
+      const float* blockScales = scales + (c * blockCount + b) * perBlock;
+      if (perBlock == 2 && !(blockScales[0] == blockScales[1])) form.pairScales = true;
+      if (offsets == nullptr) continue;
+      const float first = offsets[b * perBlock * n + c];
+      const float second = offsets[(b * perBlock + perBlock - 1) * n + c];
+      if (first != 0.0f || second != 0.0f) form.offsets = true;
+      if (!(first == second)) form.pairOffsets = true;
+    }
+  if (!form.offsets) form.pairOffsets = false;
+  // Offsets per 16 come only with scales per 16.
+  if (form.pairOffsets) form.pairScales = true;
+  return form;
+}
+
 // Bytes this thread has packed (BytesPackedOnThisThread).
 thread_local size_t tPackedBytes = 0;
 
@@ -899,67 +976,31 @@ size_t BytesPackedOnThisThread() { return tPackedBytes; }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
                                          int k, int bits, int scaleBlock, int activationBlock) {
-  if (bits != 4 && bits != 8) return "only 4- and 8-bit blocks are supported";
-  if (n <= 0 || k <= 0 || k % kBlock != 0) return "k must be a positive multiple of 32";
-  if (activationBlock != kBlock && activationBlock != kSuperBlock) return "activation_block must be 32 or 256";
-  if (k % activationBlock != 0) return "k must be a multiple of activation_block";
-  if (scaleBlock != kBlock && scaleBlock != kBlock / 2) return "scales must come per 32 or per 16 inputs";
-  const bool pairs = scaleBlock == kBlock / 2;
+  if (const char* problem = CheckPackArguments(n, k, bits, scaleBlock, activationBlock)) return problem;
   const int64_t blockCount = static_cast<int64_t>(k) / kBlock;
-  // Offsets per 16 inputs are kept per 32 when the halves of every block carry the same one (the
-  // converter's stacks repeat Q4_K's so), else per 16 (GGUF's Q2_K).
-  bool pairOffsets = false;
-  if (offsets != nullptr && pairs)
-    for (int64_t b = 0; b < blockCount && !pairOffsets; b++)
-      for (int64_t c = 0; c < n && !pairOffsets; c++) pairOffsets = offsets[2 * b * n + c] != offsets[(2 * b + 1) * n + c];
-  // Quants are packed as narrow as their values allow: fewer bytes for a decode step to read, the
-  // same products.
+  const PackForm form = FormOf(quants, scales, offsets, n, k, bits, scaleBlock, 0, n);
+  // Scales (and offsets) per 16 in the source, kept per 32 where the halves agree.
+  const int srcPerBlock = kBlock / scaleBlock;
+  const bool pairs = form.pairScales;
+  const bool pairOffsets = form.pairOffsets;
+  if (!form.offsets) offsets = nullptr;
   const int inBits = bits;
-  // 4-bit quants that all lie in 8..11 (GGUF's Q2_K, stored q + 8) keep 2 bits, less 8 (no zero
-  // point), and ones that all lie in 4..11 (Q3_K, likewise) 3 bits, less 4 (zero point 4): the same
-  // products.
-  if (bits == 4) {
-    const size_t bytes = static_cast<size_t>(n) * k / 2;
-    int low = 15, high = 0;
-    for (size_t i = 0; i < bytes; i++) {
-      low = std::min({low, quants[i] & 15, quants[i] >> 4});
-      high = std::max({high, quants[i] & 15, quants[i] >> 4});
-    }
-    if (low >= 8 && high < 12) bits = 2;
-    else if (low >= 4 && high < 12) bits = 3;
-  }
-  // 8-bit ones in 112..143 (signed 5-bit types: Q5_0) or 128..159 (unsigned ones with offsets:
-  // Q5_1, Q5_K) keep 5 bits, less 112 (zero point 16) or 128 (none); in 96..159 (Q6_K) 6 bits,
-  // less 96 (zero point 32).
-  int fiveFrom = 0;
-  if (bits == 8) {
-    const size_t count = static_cast<size_t>(n) * k;
-    int low = 255, high = 0;
-    for (size_t i = 0; i < count; i++) {
-      low = std::min<int>(low, quants[i]);
-      high = std::max<int>(high, quants[i]);
-    }
-    if (low >= 112 && high < 144) fiveFrom = 112;
-    else if (low >= 128 && high < 160) fiveFrom = 128;
-    if (fiveFrom != 0) bits = 5;
-    else if (low >= 96 && high < 160) bits = 6;
-  }
+  bits = form.quants.bits;
   FreeWeights(data_);
   n_ = n;
   k_ = k;
   bits_ = bits;
-  zeroPoint_ = bits == 5 ? 128 - fiveFrom : bits == 2 ? 0 : 1 << (bits - 1);
+  zeroPoint_ = (inBits == 8 ? 128 : 8) - form.quants.from;
   activationBlock_ = activationBlock;
   hasOffsets_ = offsets != nullptr;
   pairScales_ = pairs;
   pairOffsets_ = pairOffsets;
   const int scalesPerBlock = pairs ? 2 : 1;
   const int offsetsPerBlock = offsets == nullptr ? 0 : pairOffsets ? 2 : 1;
-  const int64_t perColumn = blockCount * scalesPerBlock;
-  // Column c's metadata `which` of block b (offsets per block of 32 from the first half's).
+  // Column c's metadata `which` of block b (per block of 32: the first half's).
   auto value = [&](int64_t c, int64_t b, int which) {
-    return which < scalesPerBlock ? scales[(c * blockCount + b) * scalesPerBlock + which]
-                                  : offsets[(b * scalesPerBlock + which - scalesPerBlock) * n + c];
+    return which < scalesPerBlock ? scales[(c * blockCount + b) * srcPerBlock + which]
+                                  : offsets[(b * srcPerBlock + which - scalesPerBlock) * n + c];
   };
   // The scale of the inputs offset `which` covers (its half's with offsets per 16).
   auto scaleOfOffset = [&](int which) { return pairOffsets ? which - scalesPerBlock : 0; };
@@ -1052,31 +1093,22 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         const int64_t column = t * kTile + lane;
         const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
         for (int j = 0; j < kBlock; j++) {
+          // The quant less what the narrow form takes off (its value in bits `bits`).
+          const int q = (inBits == 8 ? src[j] : j % 2 == 0 ? src[j / 2] & 15 : src[j / 2] >> 4) - form.quants.from;
+          const int within = j % 8;
+          const int g = j / 4;
           if (bits == 8) {
-            block[64 * (j / 4) + 4 * lane + j % 4] = src[j];
-          } else if (bits == 5) {
-            const int q = src[j] - fiveFrom;
-            const int within = j % 8;
+            block[64 * g + 4 * lane + j % 4] = static_cast<uint8_t>(q);
+          } else if (bits >= 4) {
+            // The low nibble in 4-bit chunk j / 8; 5 bits: the fifth in chunk 4's bit g; 6 bits: the
+            // top two in chunk 4 + g / 4's bits 2 (g % 4)..
             block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
-            block[256 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (j / 4));
-          } else if (bits == 6) {
-            const int q = src[j] - 96;
-            const int within = j % 8;
-            const int g = j / 4;
-            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
-            block[256 + 64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (g % 4)));
+            if (bits == 5) block[256 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << g);
+            if (bits == 6) block[256 + 64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (g % 4)));
           } else {
-            const int q = j % 2 == 0 ? (src[j / 2] & 15) : (src[j / 2] >> 4);
-            const int within = j % 8;
-            if (bits == 4) {
-              block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q : q << 4);
-              continue;
-            }
             // 2 and 3 bits: the low 2 in chunk g / 4's bits 2 (g % 4).., the third bit in chunk 2's bit g.
-            const int v = q - (bits == 3 ? 4 : 8);
-            const int g = j / 4;
-            block[64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((v & 3) << (2 * (g % 4)));
-            if (bits == 3) block[128 + 4 * lane + j % 4] |= static_cast<uint8_t>((v >> 2) << g);
+            block[64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q & 3) << (2 * (g % 4)));
+            if (bits == 3) block[128 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 2) << g);
           }
         }
         for (int which = 0; which < metaPerBlock; which++) {
@@ -1096,6 +1128,49 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         }
       }
     }
+  return nullptr;
+}
+
+const char* PackedProjection::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k,
+                                   int bits, int scaleBlock, int activationBlock) {
+  if (const char* problem = CheckPackArguments(n, k, bits, scaleBlock, activationBlock)) return problem;
+  n_ = n;
+  k_ = k;
+  activationBlock_ = activationBlock;
+  parts_.clear();
+  firstTile_.clear();
+  partOfTile_.clear();
+  const int tiles = (n + kTile - 1) / kTile;
+  const int64_t groups = k / scaleBlock;
+  const size_t rowBytes = static_cast<size_t>(k) * bits / 8;
+  auto formOfTile = [&](int t) {
+    return FormOf(quants, scales, offsets, n, k, bits, scaleBlock, t * kTile, std::min(n, (t + 1) * kTile));
+  };
+  // Each run of tiles of one form is packed as its own part.
+  int first = 0;
+  PackForm form = formOfTile(0);
+  for (int t = 1; t <= tiles; t++) {
+    PackForm next;
+    if (t < tiles && (next = formOfTile(t)) == form) continue;
+    const int c0 = first * kTile;
+    const int width = std::min(n, t * kTile) - c0;
+    std::vector<float> partOffsets;
+    if (offsets != nullptr) {
+      partOffsets.resize(static_cast<size_t>(groups) * width);
+      for (int64_t g = 0; g < groups; g++)
+        std::memcpy(partOffsets.data() + g * width, offsets + g * n + c0, sizeof(float) * width);
+    }
+    auto part = std::make_unique<PackedBlockQuantWeight>();
+    if (const char* problem = part->Pack(quants + c0 * rowBytes, scales + c0 * groups,
+                                         offsets != nullptr ? partOffsets.data() : nullptr, width, k, bits, scaleBlock,
+                                         activationBlock))
+      return problem;
+    firstTile_.push_back(first);
+    partOfTile_.insert(partOfTile_.end(), t - first, static_cast<int>(parts_.size()));
+    parts_.push_back(std::move(part));
+    first = t;
+    form = next;
+  }
   return nullptr;
 }
 
@@ -1139,7 +1214,7 @@ bool SetBlockQuantMatMulKernel(const std::string& name) {
   return false;
 }
 
-void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t rows, Glu glu, float* out,
+void BlockQuantMatMul(const PackedProjection& w, const float* in, int64_t rows, Glu glu, float* out,
                       const ParallelFor& parallelFor) {
   if (rows <= 0) return;
   const bool gated = glu != Glu::kNone;
@@ -1208,14 +1283,18 @@ void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* in, int64_t 
     for (int64_t row0 = 0; row0 < rows; row0 += kRowGroup) {
       const int group = static_cast<int>(std::min<int64_t>(kRowGroup, rows - row0));
       if (parallel) awaitGroup(row0 / kRowGroup);
+      int local;
+      const PackedBlockQuantWeight& part = w.PartOfTile(tile, &local);
       if (!gated) {
-        TileRows(w, tile, quantized, row0, group, out + row0 * n + tile * kTile, n);
+        TileRows(part, local, quantized, row0, group, out + row0 * n + tile * kTile, n);
         continue;
       }
       alignas(64) float gate[kRowGroup][kTile];
       alignas(64) float up[kRowGroup][kTile];
-      TileRows(w, tile, quantized, row0, group, gate[0], kTile);
-      TileRows(w, tile + halfTiles, quantized, row0, group, up[0], kTile);
+      TileRows(part, local, quantized, row0, group, gate[0], kTile);
+      int upLocal;
+      const PackedBlockQuantWeight& upPart = w.PartOfTile(tile + halfTiles, &upLocal);
+      TileRows(upPart, upLocal, quantized, row0, group, up[0], kTile);
       for (int r = 0; r < group; r++) {
         GluInPlace(glu, gate[r], up[r], kTile);
         std::memcpy(out + (row0 + r) * (n / 2) + tile * kTile, gate[r], sizeof gate[r]);

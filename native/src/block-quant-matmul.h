@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -102,9 +103,9 @@ class PackedBlockQuantWeight {
 
   // quants [>= n rows, k / 32 blocks, 32 * bits / 8 bytes] (MatMulNBits' B; for 4 bits element 2j
   // in byte j's low nibble, 2j + 1 in its high one), scales [>= n rows, k / scaleBlock] with
-  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null (with scaleBlock 16, kept per 32
-  // inputs when the two halves of every block of 32 carry the same offset, else per 16: GGUF's
-  // Q2_K). Rows past n (the converter's block-sum rows) are ignored. activationBlock: the inputs
+  // scaleBlock 32 or 16, offsets [k / scaleBlock, n] or null. Scales per 16 are kept per 32 when
+  // the two halves of every block of 32 carry the same one, offsets likewise (else per 16: GGUF's
+  // Q2_K), and offsets that are all zero not at all (see PackedProjection). Rows past n (the converter's block-sum rows) are ignored. activationBlock: the inputs
   // one activation scale covers, 32 or 256 (see the arithmetic above). Returns nullptr, or what is
   // wrong.
   const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
@@ -114,16 +115,18 @@ class PackedBlockQuantWeight {
   int k() const { return k_; }
   // 4 or 8 as given to Pack, or fewer where the quants allow, giving the same products: 5 for
   // 8-bit quants that all lie in 112..143 or 128..159 (GGUF's 5-bit types), 6 in 96..159 (Q6_K),
-  // 3 for 4-bit ones all in 4..11 (Q3_K; zero point 4), 2 for 4-bit ones all in 8..11 (Q2_K's
-  // unsigned quants; no zero point).
+  // 4 in 120..135 (4-bit ones widened), 3 for 4-bit ones all in 4..11 (Q3_K; zero point 4), 2 for
+  // 4-bit ones all in 8..11 (Q2_K's unsigned quants; no zero point).
   int bits() const { return bits_; }
   // What the packed quants are less: 2^(bits - 1), but none for 2 bits (Q2_K's unsigned quants)
   // and 5-bit ones taken from 128..159 (Q5_1's, Q5_K's).
   int zeroPoint() const { return zeroPoint_; }
+  // Whether offsets are kept: given to Pack and not all zero.
   bool hasOffsets() const { return hasOffsets_; }
   // The inputs one activation scale covers: 32, or 256 (llama.cpp's Q8_K, for K-quant weights).
   int activationBlock() const { return activationBlock_; }
-  // Whether scales come per 16 inputs (two a block).
+  // Whether scales come per 16 inputs (two a block): given so, and differing between the halves
+  // of some block.
   bool pairScales() const { return pairScales_; }
   // Whether offsets come per 16 inputs too (two a block; only with pairScales).
   bool pairOffsets() const { return pairOffsets_; }
@@ -166,6 +169,39 @@ class PackedBlockQuantWeight {
   size_t tileBytes_ = 0;
 };
 
+// A projection's weights as the kernels read them: its 16-column tiles in runs, each run packed
+// apart (a PackedBlockQuantWeight) in the narrowest form its own quants, scales and offsets allow.
+// The converter stacks Q, K and V (and gate and up) in the widest form any part needs, so Q4_K_M's
+// Q4_K Q and K beside a Q6_K V come 8-bit with scales per 16 for all three; packed so, the Q and K
+// tiles are 4-bit with scales per 32 again and the V ones 6-bit: each part read as its GGUF type.
+class PackedProjection {
+ public:
+  // As PackedBlockQuantWeight::Pack.
+  const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
+                   int scaleBlock = 32, int activationBlock = 32);
+
+  int n() const { return n_; }
+  int k() const { return k_; }
+  int activationBlock() const { return activationBlock_; }
+  int tiles() const { return static_cast<int>(partOfTile_.size()); }
+  int parts() const { return static_cast<int>(parts_.size()); }
+  const PackedBlockQuantWeight& part(int i) const { return *parts_[i]; }
+  // The part holding tile t; *local is t's index within it.
+  const PackedBlockQuantWeight& PartOfTile(int t, int* local) const {
+    const int p = partOfTile_[t];
+    *local = t - firstTile_[p];
+    return *parts_[p];
+  }
+
+ private:
+  int n_ = 0;
+  int k_ = 0;
+  int activationBlock_ = 32;
+  std::vector<std::unique_ptr<PackedBlockQuantWeight>> parts_;
+  std::vector<int> firstTile_;
+  std::vector<int> partOfTile_;
+};
+
 // Bytes of weights packed on the calling thread so far (a session's kernels are made on the
 // thread that creates it: the difference across its creation is what its decode steps read).
 size_t BytesPackedOnThisThread();
@@ -184,7 +220,7 @@ bool SetBlockQuantMatMulKernel(const std::string& name);
 
 // out [rows, n] = x [rows, k] times the weights; with a glu (n even) the packed gate/up
 // projection's glu(gate, up) instead, out [rows, n / 2] (GluInPlace's arithmetic).
-void BlockQuantMatMul(const PackedBlockQuantWeight& w, const float* x, int64_t rows, Glu glu, float* out,
+void BlockQuantMatMul(const PackedProjection& w, const float* x, int64_t rows, Glu glu, float* out,
                       const ParallelFor& parallelFor);
 
 }  // namespace ortserve

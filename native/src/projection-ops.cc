@@ -85,12 +85,12 @@ OpDescriptor EpilogueRow(const char* name, const Epilogue& epilogue) {
 // kernel.
 
 struct QuantMatMulKernel {
-  PackedBlockQuantWeight weight;
+  PackedProjection weight;
   Glu glu = Glu::kNone;
 };
 
 std::string PackQuantMatMul(const OrtApi* api, const OrtKernelInfo* info, bool offsets,
-                            PackedBlockQuantWeight* weight) {
+                            PackedProjection* weight) {
   TensorView in[4];
   for (size_t i = 1; i < (offsets ? 4u : 3u); i++) {
     int constant = 0;
@@ -165,7 +165,7 @@ void DestroyQuantMatMul(void* kernel) { delete static_cast<QuantMatMulKernel*>(k
 
 std::string ComputeQuantMatMul(const void* state, OrtKernelContext* context) {
   const QuantMatMulKernel& kernel = *static_cast<const QuantMatMulKernel*>(state);
-  const PackedBlockQuantWeight& weight = kernel.weight;
+  const PackedProjection& weight = kernel.weight;
   TensorView x;
   std::string error = ReadInputs(context, 1, &x);
   if (!error.empty()) return error;

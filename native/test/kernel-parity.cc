@@ -6,7 +6,7 @@
 // floats bit for bit. Prints one line per kind of quants and exits 1 at the first difference.
 // Built and run by test/runner/avx512-emulated.test.ts:
 //
-//   g++ -std=gnu++20 -O2 -ffp-contract=off -DORTSERVE_EMULATE_AVX512 native/test/kernel-parity.cc \
+//   g++ -std=gnu++17 -O2 -ffp-contract=off -DORTSERVE_EMULATE_AVX512 native/test/kernel-parity.cc (continued:)
 //     native/src/block-quant-matmul.cc native/src/weight-arena.cc native/src/projection-epilogue.cc
 #include <cmath>
 #include <cstdio>
@@ -85,11 +85,48 @@ Weights MakeWeights(const QuantForm& form, int n, int scaleBlock, int offsets, i
   return w;
 }
 
+// w (scales and offsets per 32 or 16) as the converter stacks it: quants 8-bit, scales and offsets per 16.
+Weights Widened(Weights w, int inBits, int scaleBlock, int n) {
+  if (inBits == 4) {
+    std::vector<uint8_t> wide(w.quants.size() * 2);
+    for (size_t i = 0; i < wide.size(); i++) wide[i] = static_cast<uint8_t>(((w.quants[i / 2] >> (4 * (i % 2))) & 15) - 8 + 128);
+    w.quants = wide;
+  }
+  if (scaleBlock == 16) return w;
+  std::vector<float> scales(w.scales.size() * 2), offsets(w.offsets.size() * 2);
+  for (size_t i = 0; i < scales.size(); i++) scales[i] = w.scales[i / 2];
+  for (size_t i = 0; i < offsets.size(); i++) offsets[i] = w.offsets[(i / n / 2) * n + i % n];
+  w.scales = scales;
+  w.offsets = offsets;
+  return w;
+}
+
+// Parts stacked along the output dimension, offsets zero for a part without them.
+Weights Stacked(const std::vector<std::pair<Weights, int>>& parts) {
+  Weights stack;
+  int n = 0;
+  for (const auto& [w, width] : parts) {
+    stack.quants.insert(stack.quants.end(), w.quants.begin(), w.quants.end());
+    stack.scales.insert(stack.scales.end(), w.scales.begin(), w.scales.end());
+    n += width;
+  }
+  const int groups = kK / 16;
+  stack.offsets.assign(static_cast<size_t>(groups) * n, 0.0f);
+  int c0 = 0;
+  for (const auto& [w, width] : parts) {
+    if (!w.offsets.empty())
+      for (int g = 0; g < groups; g++)
+        for (int c = 0; c < width; c++) stack.offsets[static_cast<size_t>(g) * n + c0 + c] = w.offsets[static_cast<size_t>(g) * width + c];
+    c0 += width;
+  }
+  return stack;
+}
+
 void Serial(size_t count, const std::function<void(size_t)>& fn) {
   for (size_t i = 0; i < count; i++) fn(i);
 }
 
-std::vector<float> Run(const char* kernel, const ortserve::PackedBlockQuantWeight& w, const std::vector<float>& x,
+std::vector<float> Run(const char* kernel, const ortserve::PackedProjection& w, const std::vector<float>& x,
                        int rows, Glu glu) {
   if (!ortserve::SetBlockQuantMatMulKernel(kernel)) {
     std::printf("no %s kernel in this build\n", kernel);
@@ -121,24 +158,30 @@ int main() {
                 // 40 columns end in a partial tile; a glu needs whole tiles in each half.
                 const int n = glu == Glu::kNone ? 40 : 64;
                 const Weights weights = MakeWeights(form, n, scaleBlock, offsets, meta, fold);
-                ortserve::PackedBlockQuantWeight w;
-                const char* error = w.Pack(weights.quants.data(), weights.scales.data(),
+                ortserve::PackedProjection projection;
+                const char* error = projection.Pack(weights.quants.data(), weights.scales.data(),
                                            offsets ? weights.offsets.data() : nullptr, n, kK, form.inBits,
                                            scaleBlock, activationBlock);
                 char label[200];
                 std::snprintf(label, sizeof label, "%s, scales per %d, offsets %d, meta %d, fold %g, activations per %d, glu %d",
                               form.name, scaleBlock, offsets, meta, fold, activationBlock, static_cast<int>(glu));
+                if (error == nullptr && projection.parts() != 1) error = "packed in several parts";
+                if (error != nullptr) {
+                  std::printf("FAIL %s: %s\n", label, error);
+                  return 1;
+                }
+                const ortserve::PackedBlockQuantWeight& w = projection.part(0);
                 const bool asMeant = error == nullptr && w.bits() == form.packedBits && w.metaKind() == meta &&
                                      w.offsetFold() == (meta == ortserve::kFloatMeta ? 0.0f : fold) &&
                                      w.pairScales() == (scaleBlock == 16) && w.pairOffsets() == (offsets == 2);
                 if (!asMeant) {
-                  std::printf("FAIL %s: packed as %d bits, meta %d, fold %g (%s)\n", label, w.bits(), w.metaKind(),
-                              w.offsetFold(), error ? error : "no error");
+                  std::printf("FAIL %s: packed as %d bits, meta %d, fold %g\n", label, w.bits(), w.metaKind(),
+                              w.offsetFold());
                   return 1;
                 }
                 for (int rows : kRowCounts) {
-                  const std::vector<float> expected = Run("scalar", w, x, rows, glu);
-                  const std::vector<float> got = Run("avx512-vnni", w, x, rows, glu);
+                  const std::vector<float> expected = Run("scalar", projection, x, rows, glu);
+                  const std::vector<float> got = Run("avx512-vnni", projection, x, rows, glu);
                   for (size_t i = 0; i < expected.size(); i++)
                     if (std::memcmp(&expected[i], &got[i], sizeof(float)) != 0) {
                       std::printf("FAIL %s, %d rows: output %zu is %.9g, the portable loop's %.9g\n", label, rows, i,
@@ -150,6 +193,43 @@ int main() {
               }
           }
     std::printf("ok %s: %d cases\n", form.name, cases);
+    total += cases;
+  }
+  // A stack as Q4_K_M's Q, K and V come (a Q4_K part, a Q6_K one, and a Q2_K one for its offsets
+  // per 16), all 8-bit with scales per 16: packed as three parts, each in its own form.
+  {
+    int cases = 0;
+    for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta})
+      for (int activationBlock : {32, 256}) {
+        const Weights stack = Stacked({
+            {Widened(MakeWeights(kForms[2], 32, 32, 1, meta, 0.0f), 4, 32, 32), 32},
+            {MakeWeights(kForms[5], 16, 16, 0, meta, 0.0f), 16},
+            {Widened(MakeWeights(kForms[0], 24, 16, 2, meta, 0.0f), 4, 16, 24), 24},
+        });
+        ortserve::PackedProjection projection;
+        const char* error =
+            projection.Pack(stack.quants.data(), stack.scales.data(), stack.offsets.data(), 72, kK, 8, 16, activationBlock);
+        const bool asMeant = error == nullptr && projection.parts() == 3 && projection.part(0).bits() == 4 &&
+                             !projection.part(0).pairScales() && projection.part(0).hasOffsets() &&
+                             projection.part(1).bits() == 6 && projection.part(1).pairScales() &&
+                             !projection.part(1).hasOffsets() && projection.part(2).bits() == 2 &&
+                             projection.part(2).pairOffsets() && projection.part(0).metaKind() == meta;
+        if (!asMeant) {
+          std::printf("FAIL stack (meta %d): packed in %d parts (%s)\n", meta, projection.parts(),
+                      error ? error : "no error");
+          return 1;
+        }
+        for (int rows : kRowCounts) {
+          const std::vector<float> expected = Run("scalar", projection, x, rows, Glu::kNone);
+          const std::vector<float> got = Run("avx512-vnni", projection, x, rows, Glu::kNone);
+          if (std::memcmp(expected.data(), got.data(), sizeof(float) * expected.size()) != 0) {
+            std::printf("FAIL stack (meta %d, activations per %d), %d rows\n", meta, activationBlock, rows);
+            return 1;
+          }
+          cases++;
+        }
+      }
+    std::printf("ok a stack of three forms: %d cases\n", cases);
     total += cases;
   }
   std::printf("ok %d cases\n", total);

@@ -1,7 +1,8 @@
 /**
  * The AVX-512 VNNI projection kernel on any x86-64 CPU: native/test/kernel-parity.cc builds the
  * kernel's code over portable stand-ins for its intrinsics (native/test/avx512-emulation.h) and
- * holds it to the portable loop, bit for bit, for every kind of packed weight and 1 to 16 rows.
+ * holds it to the portable loop, bit for bit, for every kind of packed weight and 1 to 16 rows,
+ * and for a stack of parts packed each in its own form.
  * A CPU with AVX-512 VNNI runs the real instructions in quant-matmul-op.test.ts as well; this
  * keeps a change to that kernel checked where CI has only AVX2.
  */
@@ -24,7 +25,7 @@ describe.skipIf(process.arch !== "x64" || !compiler)("AVX-512 VNNI projection ke
       const build = spawnSync(
         "g++",
         [
-          "-std=gnu++20",
+          "-std=gnu++17",
           "-O0",
           "-ffp-contract=off",
           "-Wno-psabi",
@@ -45,6 +46,8 @@ describe.skipIf(process.arch !== "x64" || !compiler)("AVX-512 VNNI projection ke
       expect(run.status).toBe(0);
       for (const form of ["2-bit", "3-bit", "4-bit", "5-bit, zero point 16", "5-bit (Q5_1", "6-bit", "8-bit"])
         expect(run.stdout).toMatch(new RegExp(`^ok ${form.replace(/[()]/g, "\\$&")}.*: 756 cases$`, "m"));
+      // A stack of three parts' forms, packed as three parts.
+      expect(run.stdout).toMatch(/^ok a stack of three forms: 54 cases$/m);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

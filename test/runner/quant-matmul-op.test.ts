@@ -34,6 +34,7 @@ import { tanhGeluFp16Table } from "../../src/models/convert/decoder-graph.ts";
 import { ExternalDataFile, GraphBuilder } from "../../src/models/convert/onnx/graph-builder.ts";
 import { OnnxDataType } from "../../src/models/convert/onnx/proto.ts";
 import {
+  concatNBits,
   type NBitsWeight,
   offsetMatrix,
   withBlockSumRows,
@@ -580,6 +581,47 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           await asFloat?.release();
         }
       });
+
+  // The converter stacks Q, K and V in the widest form any part needs (concatNBits): Q4_K_M's Q4_K
+  // Q and K beside a Q6_K V come all 8-bit with scales per 16, the V's offsets zero. The kernel
+  // packs each part in its own form again: the stack reads the parts' bytes, and gives each part's
+  // floats.
+  for (const meta of ["half", "coded"] as const)
+    it(`packs a stack of a Q4_K and a Q6_K part each in its own form (${meta} scales)`, async () => {
+      const k = meta === "coded" ? 512 : K;
+      const q4k = weight(4, true, 64, 101, meta, 32, k);
+      const q6k = weight(8, false, 48, 102, meta, 16, k, 0, true);
+      const stack = concatNBits([q4k, q6k]);
+      expect([stack.bits, stack.blockSize]).toEqual([8, 16]);
+      const sessions = [q4k, q6k, stack].map((w, j) =>
+        nativeSessions!.create(writeGraph(dir, `stack-${meta}-${j}`, w, undefined), {
+          intraOpThreads: 2,
+          interOpThreads: 1,
+          cachedAttention: true,
+        }),
+      );
+      const [alone4, alone6, stacked] = sessions;
+      try {
+        expect(stacked!.packedWeightBytes).toBe(packedBytes(q4k, meta) + packedBytes(q6k, meta));
+        expect(stacked!.packedWeightBytes).toBeLessThan(packedBytes(stack, meta));
+        for (const rows of [1, 3, 13]) {
+          const next = lcg(rows + 500);
+          const x = Float32Array.from({ length: rows * k }, () => (next() - 0.5) * 4);
+          const feeds = { x: new Tensor("float32", x, [rows, k]) };
+          const [a, b, both] = await Promise.all(
+            sessions.map(async (s) => (await runAll(s, feeds)).y!.data as Float32Array),
+          );
+          const joined = new Float32Array(rows * stack.n);
+          for (let r = 0; r < rows; r++) {
+            joined.set(a!.subarray(r * q4k.n, (r + 1) * q4k.n), r * stack.n);
+            joined.set(b!.subarray(r * q6k.n, (r + 1) * q6k.n), r * stack.n + q4k.n);
+          }
+          expect(both).toEqual(joined);
+        }
+      } finally {
+        for (const s of sessions) await s.release();
+      }
+    });
 
   // ORTSERVE_BLOCK_QUANT_MATMUL names a kernel to run (measuring an older CPU's on a newer one);
   // a name this CPU does not run is said, not silently ignored.
