@@ -206,11 +206,19 @@ template <int Meta>
 ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* tile, const BlockLayout& layout, int b, int which) {
   const uint8_t* p = tile + layout.Meta(b, which);
   if constexpr (Meta == kHalfMeta) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-  if constexpr (Meta == kCodedMeta) {
+  if constexpr (IsCoded(Meta)) {
     const __m512 factors =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + layout.Factors(b, which))));
-    const __m512 codes = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-    return _mm512_mul_ps(factors, codes);
+    __m512i codes;
+    if constexpr (Meta == kCoded4Meta) {
+      // Columns 0-7 from the 8 bytes' low nibbles, 8-15 from their high ones.
+      const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+      const __m128i nibbles = _mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4));
+      codes = _mm512_cvtepu8_epi32(_mm_and_si128(nibbles, _mm_set1_epi8(0x0f)));
+    } else {
+      codes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    return _mm512_mul_ps(factors, _mm512_cvtepi32_ps(codes));
   }
   return _mm512_load_ps(reinterpret_cast<const float*>(p));
 }
@@ -436,12 +444,18 @@ template <int Meta>
 ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout& layout, int b, int which, int h) {
   const uint8_t* p = tile + layout.Meta(b, which);
   if constexpr (Meta == kHalfMeta) return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p) + h));
-  if constexpr (Meta == kCodedMeta) {
+  if constexpr (IsCoded(Meta)) {
     const __m256 factors = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + layout.Factors(b, which)) + h));
-    const __m256 codes =
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h))));
-    return _mm256_mul_ps(factors, codes);
+    __m256i codes;
+    if constexpr (Meta == kCoded4Meta) {
+      // Columns 8h..8h+7: the 8 bytes' low nibbles, or their high ones.
+      const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+      codes = _mm256_cvtepu8_epi32(_mm_and_si128(h ? _mm_srli_epi16(v, 4) : v, _mm_set1_epi8(0x0f)));
+    } else {
+      codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
+    }
+    return _mm256_mul_ps(factors, _mm256_cvtepi32_ps(codes));
   }
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
@@ -754,6 +768,11 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
     switch (w.metaKind()) {
       case kHalfMeta: return withPairs(bits, offsets, std::integral_constant<int, kHalfMeta>{});
       case kCodedMeta: return withPairs(bits, offsets, std::integral_constant<int, kCodedMeta>{});
+      case kCoded4Meta:
+        // Only Q2_K's sub-block scales and mins are all 4-bit codes: instantiated for 2 bits alone.
+        if constexpr (decltype(bits)::value == 2)
+          return withPairs(bits, offsets, std::integral_constant<int, kCoded4Meta>{});
+        [[fallthrough]];
       default: return withPairs(bits, offsets, std::integral_constant<int, kFloatMeta>{});
     }
   };
@@ -858,7 +877,8 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, int activati
 // false when there are none. A K-quant's sub-block scales are an fp16 times small integers (Q6_K's
 // largest is often -128), so the largest value's code is tried from 128 in magnitude down, either
 // sign: some factor d / 2^m with the integers times 2^m is found first, and any exact one will do.
-bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
+// With maxCode 15, codes 0..15 only (4-bit ones).
+bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, int maxCode = 127) {
   float largest = 0.0f;
   for (int i = 0; i < count; i++)
     if (std::fabs(v[i]) > std::fabs(largest)) largest = v[i];
@@ -867,16 +887,17 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes) {
     for (int i = 0; i < count; i++) codes[i] = 0;
     return true;
   }
-  for (int magnitude = 128; magnitude >= 1; magnitude--)
+  const int minCode = maxCode == 127 ? -128 : 0;
+  for (int magnitude = maxCode + 1; magnitude >= 1; magnitude--)
     for (int sign = 1; sign >= -1; sign -= 2) {
       const int c = sign * magnitude;
-      if (c > 127) continue;
+      if (c > maxCode || c < minCode) continue;
       const float f = largest / static_cast<float>(c);
       if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) continue;
       bool exact = true;
       for (int i = 0; i < count && exact; i++) {
         const double q = std::nearbyint(static_cast<double>(v[i]) / f);
-        exact = q >= -128 && q <= 127 && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
+        exact = q >= minCode && q <= maxCode && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
                 f * static_cast<float>(q) == v[i];
         codes[i] = static_cast<int8_t>(q);
       }
@@ -1038,7 +1059,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   // inputs: the converter folds a 4-bit zero point of 8 into K-quants' offsets (Q4_K's
   // -dmin * m + 8 * d * sc), which factor only without it. False, with codes empty, when some
   // value does not factor exactly.
-  auto code = [&](float fold) {
+  auto code = [&](float fold, int maxCode) {
     const int64_t supers = blockCount / 8;
     codes.assign(static_cast<size_t>(n) * blockCount * metaPerBlock, 0);
     factors.assign(static_cast<size_t>(n) * supers * 2, 0);
@@ -1066,7 +1087,7 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
             }
           }
           uint16_t factor = 0;
-          if (!FactorExactly(values, 8 * per, &factor, found)) {
+          if (!FactorExactly(values, 8 * per, &factor, found, maxCode)) {
             codes.clear();
             return false;
           }
@@ -1077,8 +1098,20 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
     return true;
   };
   offsetFold_ = halfFold;
-  if (!half && blockCount % 8 == 0 && !code(0.0f) && offsets != nullptr && code(8.0f)) offsetFold_ = 8.0f;
-  meta_ = half ? kHalfMeta : codes.empty() ? kFloatMeta : kCodedMeta;
+  // 4-bit codes where every value allows (Q2_K's sub-block scales and mins; a kernel form for 2-bit
+  // quants alone), else int8 ones.
+  bool coded4 = false;
+  if (!half && blockCount % 8 == 0)
+    for (const int maxCode : {15, 127}) {
+      if (maxCode == 15 && bits != 2) continue;
+      coded4 = maxCode == 15;
+      if (code(0.0f, maxCode)) break;
+      if (offsets != nullptr && code(8.0f, maxCode)) {
+        offsetFold_ = 8.0f;
+        break;
+      }
+    }
+  meta_ = half ? kHalfMeta : codes.empty() ? kFloatMeta : coded4 ? kCoded4Meta : kCodedMeta;
   layout_ = BlockLayout(bits, offsetsPerBlock, meta_, pairs);
   tileBytes_ = layout_.TileBytes(blocks());
   data_ = static_cast<uint8_t*>(AllocateWeights(bytes()));
@@ -1113,8 +1146,10 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
         }
         for (int which = 0; which < metaPerBlock; which++) {
           uint8_t* at = tileData + layout_.Meta(b, which);
-          if (meta_ == kCodedMeta) {
-            at[lane] = static_cast<uint8_t>(codes[(column * blockCount + b) * metaPerBlock + which]);
+          if (IsCoded(meta_)) {
+            const int8_t code = codes[(column * blockCount + b) * metaPerBlock + which];
+            if (meta_ == kCoded4Meta) at[lane % 8] |= static_cast<uint8_t>(code << (4 * (lane / 8)));
+            else at[lane] = static_cast<uint8_t>(code);
             const uint16_t factor = factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
             std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
           } else if (meta_ == kHalfMeta) {
@@ -1176,10 +1211,11 @@ const char* PackedProjection::Pack(const uint8_t* quants, const float* scales, c
 
 float PackedBlockQuantWeight::MetaValue(int t, int b, int which, int lane) const {
   const uint8_t* at = tile(t) + layout_.Meta(b, which);
-  if (meta_ == kCodedMeta) {
+  if (IsCoded(meta_)) {
     uint16_t factor;
     std::memcpy(&factor, tile(t) + layout_.Factors(b, which) + 2 * lane, 2);
-    const float coded = HalfToFloat(factor) * static_cast<float>(static_cast<int8_t>(at[lane]));
+    const int code = meta_ == kCoded4Meta ? at[lane % 8] >> (4 * (lane / 8)) & 15 : static_cast<int8_t>(at[lane]);
+    const float coded = HalfToFloat(factor) * static_cast<float>(code);
     if (which < layout_.scalesPerBlock) return coded;
     return std::fma(offsetFold_, MetaValue(t, b, pairOffsets_ ? which - layout_.scalesPerBlock : 0, lane), coded);
   }

@@ -38,8 +38,11 @@ namespace ortserve {
 // How a block's scales and offsets are stored: float; IEEE half (when every one is a half
 // value); or coded, as an int8 code per value and, per 16 columns and super-block of 8 blocks
 // (256 inputs), a half factor, the value being factor * code exactly (GGUF's K-quants store
-// theirs so: an fp16 super-block scale times 6- or 8-bit sub-block scales).
-enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2 };
+// theirs so: an fp16 super-block scale times 6- or 8-bit sub-block scales); or coded in 4 bits,
+// when every code is 0..15 (GGUF's Q2_K: 4-bit sub-block scales and mins), two to a byte: byte i
+// of a block's 16 holds column i's in its low nibble, column 8 + i's in its high one.
+enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2, kCoded4Meta = 3 };
+constexpr bool IsCoded(int meta) { return meta == kCodedMeta || meta == kCoded4Meta; }
 
 // Where a block's quants, scales and offsets sit within its tile, for one kind of weight (bits,
 // offsets per block: 0, 1, or 2 with offsets per 16 inputs, metadata kind, scales per 16):
@@ -68,10 +71,10 @@ struct BlockLayout {
         meta(metaKind),
         scalesPerBlock(pairScales ? 2 : 1),
         offsetsPerBlock(offsetsPerBlock_),
-        metaBytes(metaKind == kCodedMeta ? 16 : metaKind == kHalfMeta ? 32 : 64),
+        metaBytes(metaKind == kCoded4Meta ? 8 : metaKind == kCodedMeta ? 16 : metaKind == kHalfMeta ? 32 : 64),
         blockMetaBytes(metaBytes * (scalesPerBlock + offsetsPerBlock_)),
-        groupShift(metaKind == kCodedMeta ? 3 : blockMetaBytes % 64 != 0 ? 1 : 0),
-        groupStride(metaKind == kCodedMeta
+        groupShift(IsCoded(metaKind) ? 3 : blockMetaBytes % 64 != 0 ? 1 : 0),
+        groupStride(IsCoded(metaKind)
                         ? Align64(8 * (quantBytes + blockMetaBytes) + 32 * (offsetsPerBlock_ > 0 ? 2 : 1))
                         : (quantBytes + blockMetaBytes) << groupShift) {}
   constexpr size_t Group(int b) const { return static_cast<size_t>(b >> groupShift) * groupStride; }

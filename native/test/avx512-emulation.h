@@ -47,6 +47,26 @@ inline __m128i _mm_loadu_si128(const __m128i* p) {
   return r;
 }
 inline void _mm_storeu_si128(__m128i* p, __m128i v) { std::memcpy(p, v.bytes, 16); }
+// The low 8 bytes; the high 8 zero.
+inline __m128i _mm_loadl_epi64(const __m128i* p) {
+  __m128i r{};
+  std::memcpy(r.bytes, p, 8);
+  return r;
+}
+inline __m128i _mm_unpacklo_epi64(__m128i a, __m128i b) {
+  __m128i r;
+  std::memcpy(r.bytes, a.bytes, 8);
+  std::memcpy(r.bytes + 8, b.bytes, 8);
+  return r;
+}
+inline __m128i _mm_set1_epi8(char v) { return EmulatedMap<__m128i, int8_t>([&](int) { return v; }); }
+inline __m128i _mm_and_si128(__m128i a, __m128i b) {
+  return EmulatedMap<__m128i, uint8_t>([&](int i) { return static_cast<uint8_t>(a.bytes[i] & b.bytes[i]); });
+}
+inline __m128i _mm_srli_epi16(__m128i a, unsigned count) {
+  return EmulatedMap<__m128i, uint16_t>(
+      [&](int i) { return static_cast<uint16_t>(count > 15 ? 0 : a.Lane<uint16_t>(i) >> count); });
+}
 inline __m256i _mm256_loadu_si256(const __m256i* p) {
   __m256i r;
   std::memcpy(r.bytes, p, 32);
@@ -116,6 +136,9 @@ inline int _mm512_reduce_add_epi32(__m512i a) {
 // VPMOVDB: each 32-bit lane's low byte.
 inline __m128i _mm512_cvtepi32_epi8(__m512i a) {
   return EmulatedMap<__m128i, int8_t>([&](int i) { return static_cast<int8_t>(a.Lane<uint32_t>(i) & 0xff); });
+}
+inline __m512i _mm512_cvtepu8_epi32(__m128i a) {
+  return EmulatedMap<__m512i, int32_t>([&](int i) { return static_cast<int32_t>(a.bytes[i]); });
 }
 inline __m512i _mm512_cvtepi8_epi32(__m128i a) {
   return EmulatedMap<__m512i, int32_t>([&](int i) { return static_cast<int32_t>(a.Lane<int8_t>(i)); });

@@ -1,7 +1,8 @@
 // The AVX-512 VNNI projection kernel held to the portable loop on any x86-64 CPU: block-quant-
 // matmul.cc built with ORTSERVE_EMULATE_AVX512 runs that kernel's code over avx512-emulation.h.
 // Every kind of packed weight (2, 3, 4, 5, 6 and 8 bits; scales per 32 or per 16; no offsets,
-// offsets per block or per half; float, half or coded scales, offsets folded or not; activations
+// offsets per block or per half; float, half or coded scales (4-bit codes for 2-bit quants), offsets
+// folded or not; activations
 // per 32 or per 256; with and without a SwiGLU) times 1 to 16 rows must give the portable loop's
 // floats bit for bit. Prints one line per kind of quants and exits 1 at the first difference.
 // Built and run by test/runner/avx512-emulated.test.ts:
@@ -65,7 +66,10 @@ Weights MakeWeights(const QuantForm& form, int n, int scaleBlock, int offsets, i
   std::vector<float> factors(static_cast<size_t>(n) * (kK / 256) * 2);
   for (float& f : factors) f = RandomHalf();
   auto value = [&](int c, int g, int kind) {
-    if (meta == ortserve::kCodedMeta) return factors[(c * (kK / 256) + g * scaleBlock / 256) * 2 + kind] * Integer(-128, 127);
+    const float factor = factors[(c * (kK / 256) + g * scaleBlock / 256) * 2 + kind];
+    if (meta == ortserve::kCodedMeta) return factor * Integer(-128, 127);
+    // Q2_K's: scales d * sc, offsets -dmin * m, sc and m 0..15.
+    if (meta == ortserve::kCoded4Meta) return factor * Integer(0, 15) * (kind == 1 ? -1.0f : 1.0f);
     if (meta == ortserve::kHalfMeta) return ortserve::HalfToFloat(ortserve::FloatToHalf(Uniform(-0.05f, 0.05f)));
     return Uniform(-0.05f, 0.05f);
   };
@@ -150,9 +154,11 @@ int main() {
     int cases = 0;
     for (int scaleBlock : {32, 16})
       for (int offsets = 0; offsets <= (scaleBlock == 16 ? 2 : 1); offsets++)
-        for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta})
+        for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta, ortserve::kCoded4Meta})
           for (float fold : {0.0f, 8.0f}) {
             if (fold != 0.0f && (offsets == 0 || meta == ortserve::kFloatMeta)) continue;
+            // 4-bit codes are a form of 2-bit quants' alone.
+            if (meta == ortserve::kCoded4Meta && form.packedBits != 2) continue;
             for (int activationBlock : {32, 256})
               for (Glu glu : {Glu::kNone, Glu::kSwiGlu}) {
                 // 40 columns end in a partial tile; a glu needs whole tiles in each half.

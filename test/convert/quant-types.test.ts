@@ -290,9 +290,10 @@ const KERNEL_BITS: Record<string, number> = {
   Q4_K: 4.625,
   Q5_K: 5.625,
   Q6_K: 6.625,
-  // 3- and 2-bit quants (the kernel's narrow forms); the sub-block scale and min codes as int8.
+  // 3- and 2-bit quants (the kernel's narrow forms); Q3_K's 6-bit sub-block scale codes as int8,
+  // Q2_K's 4-bit scale and min codes in 4 bits.
   Q3_K: 3.625,
-  Q2_K: 3.125,
+  Q2_K: 2.625,
 };
 
 describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.cpp", (name) => {

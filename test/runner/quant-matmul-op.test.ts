@@ -79,6 +79,7 @@ function weight(
   sixBit = false,
   offsetBlock: 16 | 32 = 32,
   lowBits: 0 | 2 | 3 | 5 = 0,
+  fourBitCodes = false,
 ): NBitsWeight {
   const next = lcg(seed);
   const blocks = n * (k / 32);
@@ -103,6 +104,8 @@ function weight(
     if (meta === "float") return signed ? (next() - 0.5) * magnitude : 0.01 + next() * magnitude;
     const first = i % (perSuperBlock / (k / 256)) === 0;
     if (first) factor = Math.f16round((0.5 + next()) * (magnitude / 40));
+    // Q2_K's: scales d * sc, offsets -dmin * m, sc and m 4-bit.
+    if (fourBitCodes) return factor * (signed ? -Math.floor(next() * 16) : 1 + Math.floor(next() * 15));
     // Q6_K's scales: int8, the super-block's largest -128 (as llama.cpp's quantizer makes them).
     if (q6k) return (factor / 4) * (first ? -128 : Math.floor(next() * 255) - 127 || 1);
     // Scales from 1 (the JavaScript reference recovers q by dividing by them), offsets from -32.
@@ -132,7 +135,7 @@ function weight(
  * then 16 scales (and offsets), 2 bytes each when half, else 4; half scales without offsets go
  * after pairs of blocks (64 bytes, keeping the quants 64-byte aligned).
  */
-function packedBytes(w: NBitsWeight, meta: Meta): number {
+function packedBytes(w: NBitsWeight, meta: Meta, codeBytes = 1): number {
   const blocks = w.k / 32;
   // 8-bit quants in 112..143 or 128..159 are packed in 5 bits, within 32 of the zero point in 6;
   // 4-bit ones all in 8..11 in 2, all in 4..11 in 3.
@@ -151,7 +154,7 @@ function packedBytes(w: NBitsWeight, meta: Meta): number {
   const values = 32 / w.blockSize + (w.offsets ? (offsetsPerHalf(w) ? 2 : 1) : 0);
   if (meta === "coded") {
     // Super-blocks of 8 blocks: their quants, an int8 code per value, 16 half factors per kind.
-    const superBytes = 8 * (quantBytes + 16 * values) + 32 * (w.offsets ? 2 : 1);
+    const superBytes = 8 * (quantBytes + 16 * codeBytes * values) + 32 * (w.offsets ? 2 : 1);
     return Math.ceil(w.n / 16) * (blocks / 8) * Math.ceil(superBytes / 64) * 64;
   }
   const metaBytes = (meta === "half" ? 2 : 4) * 16 * values;
@@ -480,6 +483,18 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       q8k: true,
       lowBits: 2,
     },
+    // Q2_K's 4-bit sub-block scale and min codes, kept in 4 bits; with the zero point folded in too.
+    ...[0, 8].map((fold) => ({
+      name: `Q2_K in 2 bits, 4-bit codes${fold ? ", zero point in the offsets" : ""}`,
+      ...Q2_K_FORM,
+      n: 200,
+      op: QUANT_MATMUL_OFFSET_OP,
+      k: 512,
+      q8k: true,
+      lowBits: 2 as const,
+      fourBitCodes: true,
+      fold,
+    })),
     // GeGLU (Gemma's MLP): 4- and 8-bit blocks, with offsets, and K-quants' coded scales.
     { name: "Q4_1 + GeGLU", bits: 4, offsets: true, n: 256, glu: "geglu", op: QUANT_MATMUL_OFFSET_GEGLU_OP },
     { name: "Q5_0 + GeGLU", bits: 8, offsets: false, n: 256, glu: "geglu", op: QUANT_MATMUL_GEGLU_OP },
@@ -511,6 +526,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           "sixBit" in c && c.sixBit,
           "offsetBlock" in c ? c.offsetBlock : 32,
           "lowBits" in c ? c.lowBits : 0,
+          "fourBitCodes" in c,
         );
         if ("q8k" in c) w.activationBlock = 256;
         const half = meta !== "float";
@@ -522,7 +538,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
         const open = (model: string) =>
           nativeSessions!.create(model, { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true });
         const ours = open(path);
-        expect(ours.packedWeightBytes).toBe(packedBytes(w, meta));
+        expect(ours.packedWeightBytes).toBe(packedBytes(w, meta, "fourBitCodes" in c ? 0.5 : 1));
         // The same weights but column 0's first scale off the half grid (and any factor's): packed
         // as float.
         const floatScales = Float32Array.from(w.scales);
@@ -600,7 +616,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
           cachedAttention: true,
         }),
       );
-      const [alone4, alone6, stacked] = sessions;
+      const stacked = sessions[2];
       try {
         expect(stacked!.packedWeightBytes).toBe(packedBytes(q4k, meta) + packedBytes(q6k, meta));
         expect(stacked!.packedWeightBytes).toBeLessThan(packedBytes(stack, meta));

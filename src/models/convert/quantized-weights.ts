@@ -21,9 +21,10 @@
  *
  * The ONNX file stores these 4- and 8-bit; the native kernel packs them back as narrow as the
  * values allow (2-bit Q2_K, 3-bit Q3_K, 5-bit Q5_0/Q5_1/Q5_K, 6-bit Q6_K; K-quant scales coded
- * into int8 under a half factor: docs/formats-and-kernels.md has the bits per weight it reads).
- * Debt: the kernel still reads Q2_K's 4-bit scale and min codes as int8 (3.125 bits/weight where
- * the file has 2.625); F16/BF16 widen to float32 (twice their bytes).
+ * into int8, Q2_K's into 4 bits, under a half factor: docs/formats-and-kernels.md has the bits per
+ * weight it reads).
+ * Debt: the kernel reads the 6-bit sub-block codes of Q3_K, Q4_K and Q5_K as int8 (0.125 to 0.1875
+ * bits/weight over the file); F16/BF16 widen to float32 (twice their bytes).
  *
  * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
  * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256
@@ -177,7 +178,8 @@ export function packNBits(
 
 /**
  * Concatenates weights along the output dimension (e.g. Q, K and V into one projection), in the
- * widest form any part needs (8 bits, scales per 16, offsets), each part re-expressed exactly.
+ * widest form any part needs (8 bits, scales per 16, offsets), each part re-expressed exactly (the
+ * native kernel packs each part's tiles in their own narrower form again: PackedProjection).
  * Debt: one projection quantizes its activations one way, so a stack whose parts llama.cpp
  * multiplies with different activation blocks (a Q5_0 Q beside a Q6_K V) takes blocks of 32 for
  * all of them, the finer of the two (closer to the exact model, not llama.cpp's arithmetic).
