@@ -242,6 +242,18 @@ ORTSERVE_AVX512_VNNI void QuantizeBlockAvx512(const float* x, int8_t* q, float* 
 }
 
 
+// Each group g's quants OR bit g of the chunk at p's bytes, moved to bit To (3 bits' third bit: 2;
+// 5 bits' fifth: 4). 16-bit shifts; the mask drops the bits they carry across bytes.
+template <int To>
+ORTSERVE_AVX512_VNNI inline void OrGroupBitsAvx512(__m512i (&quants)[8], const uint8_t* p) {
+  const __m512i t = _mm512_load_si512(p);
+  const __m512i mask = _mm512_set1_epi8(1 << To);
+  for (int g = 0; g < 8; g++) {
+    const __m512i moved = g < To ? _mm512_slli_epi16(t, To - g) : g > To ? _mm512_srli_epi16(t, g - To) : t;
+    quants[g] = _mm512_or_si512(quants[g], _mm512_and_si512(moved, mask));
+  }
+}
+
 // Rows [row0, row0 + R) of the tile's 16 columns (the first `count`) to dst, rows `stride` apart.
 template <int R, int Bits, int Offsets, int Meta, bool Pairs>
 ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
@@ -268,29 +280,15 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
       const __m512i twoBits = _mm512_set1_epi8(0x03);
       for (int g = 0; g < 8; g++)
         quants[g] = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512(block + 64 * (g / 4)), 2 * (g % 4)), twoBits);
-      if constexpr (Bits == 3) {
-        const __m512i t = _mm512_load_si512(block + 128);
-        const __m512i thirdBit = _mm512_set1_epi8(0x04);
-        for (int g = 0; g < 8; g++) {
-          const __m512i third = g < 2 ? _mm512_slli_epi16(t, 2 - g) : g > 2 ? _mm512_srli_epi16(t, g - 2) : t;
-          quants[g] = _mm512_or_si512(quants[g], _mm512_and_si512(third, thirdBit));
-        }
-      }
+      if constexpr (Bits == 3) OrGroupBitsAvx512<2>(quants, block + 128);
     } else if constexpr (Bits == 4 || Bits == 5 || Bits == 6) {
       for (int i = 0; i < 4; i++) {
         const __m512i v = _mm512_load_si512(block + 64 * i);
         quants[2 * i] = _mm512_and_si512(v, lowNibbles);
         quants[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles);
       }
-      if constexpr (Bits == 5) {
-        // Each group's fifth bit, from bit g of the fifth-bit chunk to bit 4.
-        const __m512i t = _mm512_load_si512(block + 256);
-        const __m512i fifthBit = _mm512_set1_epi8(0x10);
-        for (int g = 0; g < 8; g++) {
-          const __m512i fifth = g < 4 ? _mm512_slli_epi16(t, 4 - g) : g > 4 ? _mm512_srli_epi16(t, g - 4) : t;
-          quants[g] = _mm512_or_si512(quants[g], _mm512_and_si512(fifth, fifthBit));
-        }
-      }
+      // Each group's fifth bit, from bit g of the fifth-bit chunk to bit 4.
+      if constexpr (Bits == 5) OrGroupBitsAvx512<4>(quants, block + 256);
       if constexpr (Bits == 6) {
         // Each group's top 2 bits, moved to bits 4-5 of its bytes (the shifts stay within them).
         const __m512i topBits = _mm512_set1_epi8(0x30);
