@@ -96,7 +96,7 @@ function weight(c: Case) {
   );
   const perSuper = 256 / c.scaleBlock;
   const coded = (i: number, signed: boolean) => {
-    const factor = Math.f16round(0.001 * (1 + ((i / perSuper) % 7)));
+    const factor = Math.f16round(0.001 * (1 + (Math.floor(i / perSuper) % 7)));
     return factor * (signed ? Math.floor(next() * 64) - 32 : 1 + Math.floor(next() * 63));
   };
   const scales = Float32Array.from({ length: c.n * blocks }, (_, i) => coded(i, false));
