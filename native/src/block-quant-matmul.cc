@@ -886,24 +886,29 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, i
     return true;
   }
   const int minCode = maxCode == 127 ? -128 : 0;
-  for (int magnitude = maxCode + 1; magnitude >= 1; magnitude--)
-    for (int sign = 1; sign >= -1; sign -= 2) {
-      const int c = sign * magnitude;
-      if (c > maxCode || c < minCode) continue;
-      const float f = largest / static_cast<float>(c);
-      if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) continue;
-      bool exact = true;
-      for (int i = 0; i < count && exact; i++) {
-        const double q = std::nearbyint(static_cast<double>(v[i]) / f);
-        exact = q >= minCode && q <= maxCode && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
-                f * static_cast<float>(q) == v[i];
-        codes[i] = static_cast<int8_t>(q);
-      }
-      if (exact) {
-        *factor = FloatToHalf(f);
-        return true;
-      }
+  // Whether factor largest / c codes every value exactly.
+  auto tryCode = [&](int c) {
+    if (c > maxCode || c < minCode || c == 0) return false;
+    const float f = largest / static_cast<float>(c);
+    if (!IsExactHalf(f) || static_cast<double>(f) * c != static_cast<double>(largest)) return false;
+    for (int i = 0; i < count; i++) {
+      const double q = std::nearbyint(static_cast<double>(v[i]) / f);
+      if (!(q >= minCode && q <= maxCode && static_cast<double>(f) * q == static_cast<double>(v[i]) &&
+            f * static_cast<float>(q) == v[i]))
+        return false;
+      codes[i] = static_cast<int8_t>(q);
     }
+    *factor = FloatToHalf(f);
+    return true;
+  };
+  // llama.cpp's quantizers give the largest sub-block scale the code width's extreme (Q6_K's -128,
+  // Q4_K's and Q5_K's 63, Q3_K's -32, Q2_K's 15): tried first, they spare most super-blocks the
+  // search below (up to ~130 divisions), which was about a third of packing a Q4_K_M model.
+  for (const int c : {maxCode, minCode, 63, -32, 31, 15})
+    if (tryCode(c)) return true;
+  for (int magnitude = maxCode + 1; magnitude >= 1; magnitude--)
+    for (int sign = 1; sign >= -1; sign -= 2)
+      if (tryCode(sign * magnitude)) return true;
   return false;
 }
 
@@ -984,6 +989,70 @@ PackForm FormOf(const uint8_t* quants, const float* scales, const float* offsets
   return form;
 }
 
+// One column's (lane's) 32 quants of a block, given InBits wide (8: a byte each; 4: element 2j in
+// byte j's low nibble, 2j + 1 in its high one), less `from`, into the packed block in Bits bits,
+// with the kind as constants: packing every weight of a model this way takes a fraction of the
+// time a loop deciding the kind per quant did.
+template <int InBits, int Bits>
+void PackLane(const uint8_t* src, int from, int lane, uint8_t* block) {
+  for (int j = 0; j < kBlock; j++) {
+    // The quant less what the narrow form takes off (its value in bits `Bits`).
+    const int q = (InBits == 8 ? src[j] : j % 2 == 0 ? src[j / 2] & 15 : src[j / 2] >> 4) - from;
+    const int within = j % 8;
+    const int g = j / 4;
+    if constexpr (Bits == 8) {
+      block[64 * g + 4 * lane + j % 4] = static_cast<uint8_t>(q);
+    } else if constexpr (Bits >= 4) {
+      // The low nibble in 4-bit chunk j / 8; 5 bits: the fifth in chunk 4's bit g; 6 bits: the
+      // top two in chunk 4 + g / 4's bits 2 (g % 4)..
+      block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
+      if constexpr (Bits == 5) block[256 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << g);
+      if constexpr (Bits == 6)
+        block[256 + 64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (g % 4)));
+    } else {
+      // 2 and 3 bits: the low 2 in chunk g / 4's bits 2 (g % 4).., the third bit in chunk 2's bit g.
+      block[64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q & 3) << (2 * (g % 4)));
+      if constexpr (Bits == 3) block[128 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 2) << g);
+    }
+  }
+}
+using PackLaneFn = void (*)(const uint8_t*, int, int, uint8_t*);
+PackLaneFn PackLaneFor(int inBits, int bits) {
+  auto of = [&](auto in) -> PackLaneFn {
+    constexpr int kIn = decltype(in)::value;
+    switch (bits) {
+      case 2: return PackLane<kIn, 2>;
+      case 3: return PackLane<kIn, 3>;
+      case 4: return PackLane<kIn, 4>;
+      case 5: return PackLane<kIn, 5>;
+      case 6: return PackLane<kIn, 6>;
+      default: return PackLane<kIn, 8>;
+    }
+  };
+  return inBits == 8 ? of(std::integral_constant<int, 8>{}) : of(std::integral_constant<int, 4>{});
+}
+
+// fn(begin, end) over [0, count), split between this thread and up to 15 others (one per core)
+// when `weights` (the matrix's n x k) is large: packing a model's projections was most of its
+// load time on one thread (Qwen2.5-1.5B Q4_K_M: ~14 of ~20 s), and each piece writes its own
+// output.
+template <typename Fn>
+void ForChunks(int64_t count, int64_t weights, Fn&& fn) {
+  constexpr int64_t kParallelWeights = int64_t{1} << 22;
+  constexpr int64_t kMaxThreads = 16;
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t threads = weights < kParallelWeights ? 1 : std::min({cores, kMaxThreads, count});
+  if (threads <= 1) {
+    fn(int64_t{0}, count);
+    return;
+  }
+  std::vector<std::thread> others;
+  for (int64_t i = 1; i < threads; i++)
+    others.emplace_back([&fn, i, count, threads] { fn(count * i / threads, count * (i + 1) / threads); });
+  fn(int64_t{0}, count / threads);
+  for (std::thread& t : others) t.join();
+}
+
 // Bytes this thread has packed (BytesPackedOnThisThread).
 thread_local size_t tPackedBytes = 0;
 
@@ -1061,9 +1130,10 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
     const int64_t supers = blockCount / 8;
     codes.assign(static_cast<size_t>(n) * blockCount * metaPerBlock, 0);
     factors.assign(static_cast<size_t>(n) * supers * 2, 0);
-    float values[16];
-    int8_t found[16];
-    for (int64_t c = 0; c < n; c++)
+    // Column c's super-blocks; false when one does not factor.
+    auto codeColumn = [&](int64_t c) {
+      float values[16];
+      int8_t found[16];
       for (int64_t sb = 0; sb < supers; sb++)
         for (int kind = 0; kind < (offsets != nullptr ? 2 : 1); kind++) {
           const int per = kind == 0 ? scalesPerBlock : offsetsPerBlock;
@@ -1079,21 +1149,24 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
             values[i] = offset - fold * scale;
             // The kernel adds fold * scale back (one rounding): exact only if this was.
             if (static_cast<double>(values[i]) != static_cast<double>(offset) - fold * static_cast<double>(scale) ||
-                std::fma(fold, scale, values[i]) != offset) {
-              codes.clear();
+                std::fma(fold, scale, values[i]) != offset)
               return false;
-            }
           }
           uint16_t factor = 0;
-          if (!FactorExactly(values, 8 * per, &factor, found, maxCode)) {
-            codes.clear();
-            return false;
-          }
+          if (!FactorExactly(values, 8 * per, &factor, found, maxCode)) return false;
           factors[(c * supers + sb) * 2 + kind] = factor;
           for (int i = 0; i < 8 * per; i++)
             codes[((c * blockCount + sb * 8 + i / per) * metaPerBlock) + first + i % per] = found[i];
         }
-    return true;
+      return true;
+    };
+    std::atomic<bool> exact{true};
+    ForChunks(n, static_cast<int64_t>(n) * k, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1 && exact.load(std::memory_order_relaxed); c++)
+        if (!codeColumn(c)) exact.store(false, std::memory_order_relaxed);
+    });
+    if (!exact.load()) codes.clear();
+    return exact.load();
   };
   offsetFold_ = halfFold;
   // 4-bit codes where every value allows (Q2_K's sub-block scales and mins; a kernel form for 2-bit
@@ -1116,51 +1189,40 @@ const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* sca
   if (data_ == nullptr) return "out of memory packing the weights";
   tPackedBytes += bytes();
   const int blockBytes = kBlock * inBits / 8;
-  for (int t = 0; t < tiles(); t++)
-    for (int b = 0; b < blocks(); b++) {
-      uint8_t* tileData = data_ + static_cast<size_t>(t) * tileBytes_;
-      uint8_t* block = tileData + layout_.Quants(b);
-      for (int lane = 0; lane < kTile && t * kTile + lane < n; lane++) {
-        const int64_t column = t * kTile + lane;
-        const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
-        for (int j = 0; j < kBlock; j++) {
-          // The quant less what the narrow form takes off (its value in bits `bits`).
-          const int q = (inBits == 8 ? src[j] : j % 2 == 0 ? src[j / 2] & 15 : src[j / 2] >> 4) - form.quants.from;
-          const int within = j % 8;
-          const int g = j / 4;
-          if (bits == 8) {
-            block[64 * g + 4 * lane + j % 4] = static_cast<uint8_t>(q);
-          } else if (bits >= 4) {
-            // The low nibble in 4-bit chunk j / 8; 5 bits: the fifth in chunk 4's bit g; 6 bits: the
-            // top two in chunk 4 + g / 4's bits 2 (g % 4)..
-            block[64 * (j / 8) + 4 * lane + within % 4] |= static_cast<uint8_t>(within < 4 ? q & 15 : (q & 15) << 4);
-            if (bits == 5) block[256 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << g);
-            if (bits == 6) block[256 + 64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (g % 4)));
-          } else {
-            // 2 and 3 bits: the low 2 in chunk g / 4's bits 2 (g % 4).., the third bit in chunk 2's bit g.
-            block[64 * (g / 4) + 4 * lane + j % 4] |= static_cast<uint8_t>((q & 3) << (2 * (g % 4)));
-            if (bits == 3) block[128 + 4 * lane + j % 4] |= static_cast<uint8_t>((q >> 2) << g);
-          }
-        }
-        for (int which = 0; which < metaPerBlock; which++) {
-          uint8_t* at = tileData + layout_.Meta(b, which);
-          if (IsCoded(meta_)) {
-            const int8_t code = codes[(column * blockCount + b) * metaPerBlock + which];
-            if (meta_ == kCoded4Meta) at[lane % 8] |= static_cast<uint8_t>(code << (4 * (lane / 8)));
-            else at[lane] = static_cast<uint8_t>(code);
-            const uint16_t factor = factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
-            std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
-          } else if (meta_ == kHalfMeta) {
-            const float v = which < scalesPerBlock ? value(column, b, which) : unfolded(column, b, which, offsetFold_);
-            const uint16_t h = FloatToHalf(v);
-            std::memcpy(at + 2 * lane, &h, 2);
-          } else {
-            const float f = value(column, b, which);
-            std::memcpy(at + 4 * lane, &f, 4);
+  const PackLaneFn packLane = PackLaneFor(inBits, bits);
+  // Tiles [t0, t1): each writes only its own bytes.
+  auto packTiles = [&](int64_t t0, int64_t t1) {
+    for (int t = static_cast<int>(t0); t < t1; t++)
+      for (int b = 0; b < blocks(); b++) {
+        uint8_t* tileData = data_ + static_cast<size_t>(t) * tileBytes_;
+        uint8_t* block = tileData + layout_.Quants(b);
+        for (int lane = 0; lane < kTile && t * kTile + lane < n; lane++) {
+          const int64_t column = t * kTile + lane;
+          const uint8_t* src = quants + (column * blocks() + b) * blockBytes;
+          packLane(src, form.quants.from, lane, block);
+          for (int which = 0; which < metaPerBlock; which++) {
+            uint8_t* at = tileData + layout_.Meta(b, which);
+            if (IsCoded(meta_)) {
+              const int8_t code = codes[(column * blockCount + b) * metaPerBlock + which];
+              if (meta_ == kCoded4Meta) at[lane % 8] |= static_cast<uint8_t>(code << (4 * (lane / 8)));
+              else at[lane] = static_cast<uint8_t>(code);
+              const uint16_t factor =
+                  factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
+              std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
+            } else if (meta_ == kHalfMeta) {
+              const float v =
+                  which < scalesPerBlock ? value(column, b, which) : unfolded(column, b, which, offsetFold_);
+              const uint16_t h = FloatToHalf(v);
+              std::memcpy(at + 2 * lane, &h, 2);
+            } else {
+              const float f = value(column, b, which);
+              std::memcpy(at + 4 * lane, &f, 4);
+            }
           }
         }
       }
-    }
+  };
+  ForChunks(tiles(), static_cast<int64_t>(n) * k, packTiles);
   return nullptr;
 }
 
@@ -1176,15 +1238,18 @@ const char* PackedProjection::Pack(const uint8_t* quants, const float* scales, c
   const int tiles = (n + kTile - 1) / kTile;
   const int64_t groups = k / scaleBlock;
   const size_t rowBytes = static_cast<size_t>(k) * bits / 8;
-  auto formOfTile = [&](int t) {
-    return FormOf(quants, scales, offsets, n, k, bits, scaleBlock, t * kTile, std::min(n, (t + 1) * kTile));
-  };
+  std::vector<PackForm> forms(tiles);
+  ForChunks(tiles, static_cast<int64_t>(n) * k, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++)
+      forms[t] = FormOf(quants, scales, offsets, n, k, bits, scaleBlock, static_cast<int>(t) * kTile,
+                        std::min(n, static_cast<int>(t + 1) * kTile));
+  });
   // Each run of tiles of one form is packed as its own part.
   int first = 0;
-  PackForm form = formOfTile(0);
+  PackForm form = forms[0];
   for (int t = 1; t <= tiles; t++) {
     PackForm next;
-    if (t < tiles && (next = formOfTile(t)) == form) continue;
+    if (t < tiles && (next = forms[t]) == form) continue;
     const int c0 = first * kTile;
     const int width = std::min(n, t * kTile) - c0;
     std::vector<float> partOffsets;

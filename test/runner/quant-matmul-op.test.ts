@@ -639,6 +639,47 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
       }
     });
 
+  // A matrix of 4M weights or more is packed over several threads (one per core), tiles and scale
+  // codes split between them: it must pack and multiply exactly as its column slices, each small
+  // enough to be packed on one thread, do.
+  it("packs a large matrix over several threads as its slices on one", async () => {
+    const k = 1024;
+    const big = weight(4, true, 4096, 77, "coded", 32, k, 8);
+    const blocks = k / 32;
+    const slice = (c0: number, width: number): NBitsWeight => ({
+      ...big,
+      n: width,
+      data: big.data.slice(c0 * blocks * 16, (c0 + width) * blocks * 16),
+      scales: big.scales.slice(c0 * blocks, (c0 + width) * blocks),
+      offsets: big.offsets!.slice(c0 * blocks, (c0 + width) * blocks),
+    });
+    const parts = [0, 1, 2, 3].map((i) => slice(i * 1024, 1024));
+    const sessions = [big, ...parts].map((w, j) =>
+      nativeSessions!.create(writeGraph(dir, `threads-${j}`, w, undefined), {
+        intraOpThreads: 2,
+        interOpThreads: 1,
+        cachedAttention: true,
+      }),
+    );
+    try {
+      expect(sessions[0]!.packedWeightBytes).toBe(packedBytes(big, "coded"));
+      const rows = 2;
+      const next = lcg(91);
+      const x = Float32Array.from({ length: rows * k }, () => (next() - 0.5) * 4);
+      const feeds = { x: new Tensor("float32", x, [rows, k]) };
+      const [whole, ...pieces] = await Promise.all(
+        sessions.map(async (s) => (await runAll(s, feeds)).y!.data as Float32Array),
+      );
+      const joined = new Float32Array(rows * big.n);
+      for (let r = 0; r < rows; r++)
+        for (const [i, p] of pieces.entries())
+          joined.set(p!.subarray(r * 1024, (r + 1) * 1024), r * big.n + i * 1024);
+      expect(whole).toEqual(joined);
+    } finally {
+      for (const s of sessions) await s.release();
+    }
+  });
+
   // ORTSERVE_BLOCK_QUANT_MATMUL names a kernel to run (measuring an older CPU's on a newer one);
   // a name this CPU does not run is said, not silently ignored.
   it("takes its kernel from ORTSERVE_BLOCK_QUANT_MATMUL", () => {
