@@ -995,6 +995,23 @@ PackForm FormOf(const uint8_t* quants, const float* scales, const float* offsets
 // time a loop deciding the kind per quant did.
 template <int InBits, int Bits>
 void PackLane(const uint8_t* src, int from, int lane, uint8_t* block) {
+  if constexpr (InBits == 4 && Bits == 4) {
+    // 4-bit quants kept whole (from is then 0): each 4 source bytes (nibbles n0..n7 of chunk c)
+    // become the lane's 4 bytes of chunk c, byte p holding n_p low and n_{p+4} high.
+    if (from == 0) {
+      auto spread = [](uint32_t v) {  // nibble k of v's low 16 bits to byte k's low nibble
+        v = (v | v << 8) & 0x00FF00FFu;
+        return (v | v << 4) & 0x0F0F0F0Fu;
+      };
+      for (int c = 0; c < 4; c++) {
+        uint32_t x;
+        std::memcpy(&x, src + 4 * c, 4);
+        const uint32_t bytes = spread(x & 0xFFFFu) | spread(x >> 16) << 4;
+        std::memcpy(block + 64 * c + 4 * lane, &bytes, 4);
+      }
+      return;
+    }
+  }
   for (int j = 0; j < kBlock; j++) {
     // The quant less what the narrow form takes off (its value in bits `Bits`).
     const int q = (InBits == 8 ? src[j] : j % 2 == 0 ? src[j / 2] & 15 : src[j / 2] >> 4) - from;
