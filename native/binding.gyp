@@ -34,7 +34,7 @@
           # The addon's exports, ONNX Runtime's loading, the session, the custom operators (one
           # builder, a file per family) and their kernels.
           "sources": ["src/session-addon.cc", "src/ort-runtime.cc", "src/session.cc", "src/custom-ops.cc",
-                      "src/attention-op.cc", "src/projection-ops.cc", "src/attention.cc", "src/block-quant-matmul.cc",
+                      "src/attention-op.cc", "src/projection-ops.cc", "src/attention.cc", "src/block-quant-matmul.cc", "src/half-matmul.cc",
                       "src/projection-epilogue.cc", "src/weight-arena.cc", "src/file-pages.cc"],
           "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           # A run can settle while its worker thread is being torn down; the rejection it can no

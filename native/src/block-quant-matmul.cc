@@ -1078,6 +1078,7 @@ thread_local size_t tPackedBytes = 0;
 PackedBlockQuantWeight::~PackedBlockQuantWeight() { FreeWeights(data_); }
 
 size_t BytesPackedOnThisThread() { return tPackedBytes; }
+void AddBytesPackedOnThisThread(size_t bytes) { tPackedBytes += bytes; }
 
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
                                          int k, int bits, int scaleBlock, int activationBlock) {
@@ -1320,6 +1321,7 @@ std::vector<std::string> BlockQuantMatMulKernels() {
 }
 
 std::string BlockQuantMatMulKernel() { return kKernelNames[gKernel.load()]; }
+bool PortableProjectionKernel() { return gKernel.load(std::memory_order_relaxed) == kScalar; }
 
 bool SetBlockQuantMatMulKernel(const std::string& name) {
   for (int k = kScalar; k <= kAvx512Vnni; k++)

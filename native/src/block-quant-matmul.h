@@ -208,6 +208,8 @@ class PackedProjection {
 // Bytes of weights packed on the calling thread so far (a session's kernels are made on the
 // thread that creates it: the difference across its creation is what its decode steps read).
 size_t BytesPackedOnThisThread();
+// Counts `bytes` another projection kind packed on this thread (half-matmul.h).
+void AddBytesPackedOnThisThread(size_t bytes);
 
 // Whether this CPU runs a vector kernel (AVX-512 VNNI, or AVX2 with FMA); otherwise a scalar loop
 // computes the same sums, for correctness, not speed.
@@ -220,6 +222,9 @@ std::string BlockQuantMatMulKernel();
 // Picks the kernel for the whole process (tests hold the kernels to each other; benchmarks measure
 // the slower ones on a faster CPU). Returns false, changing nothing, when this CPU has no such kernel.
 bool SetBlockQuantMatMulKernel(const std::string& name);
+// Whether the portable kernel is in use: the other projections (half-matmul.h) follow the choice,
+// their vector form standing in for both AVX2 and AVX-512.
+bool PortableProjectionKernel();
 
 // out [rows, n] = x [rows, k] times the weights; with a glu (n even) the packed gate/up
 // projection's glu(gate, up) instead, out [rows, n / 2] (GluInPlace's arithmetic).

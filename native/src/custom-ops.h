@@ -2,7 +2,7 @@
 // OpDescriptor — its name, its input and output types, and its family's create, compute and
 // destroy — and one builder (custom-ops.cc) turns every row into the OrtCustomOp ONNX Runtime
 // calls. The families: CachedAttention* (attention-op.cc), and the projections' epilogues and
-// BlockQuantMatMul* (projection-ops.cc).
+// BlockQuantMatMul* and HalfMatMul (projection-ops.cc).
 #pragma once
 
 #include <cstddef>

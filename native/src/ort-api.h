@@ -70,6 +70,7 @@ enum ONNXTensorElementDataType : int {
   ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE = 11,
   ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32 = 12,
   ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64 = 13,
+  ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16 = 16,
 };
 
 // What a model input or output is; ortserve only tells tensors from the rest.

@@ -5,6 +5,7 @@
 #include "block-quant-matmul.h"
 #include "custom-ops.h"
 #include "file-pages.h"
+#include "half-matmul.h"
 #include "ort-runtime.h"
 #include "projection-epilogue.h"
 
@@ -72,6 +73,29 @@ std::string ComputeEpilogue(const void* state, OrtKernelContext* context) {
 OpDescriptor EpilogueRow(const char* name, const Epilogue& epilogue) {
   return {name, nullptr, epilogue.offsets ? 2u : 1u, {F, F}, 1, {F}, &epilogue, CreateEpilogue, ComputeEpilogue,
           DestroyEpilogue};
+}
+
+// A projection's input x [..., k] as rows, and its output [..., width] made.
+struct Projection {
+  const float* x = nullptr;
+  int64_t rows = 1;
+  float* out = nullptr;
+};
+std::string ProjectionInOut(OrtKernelContext* context, int64_t k, int64_t width, Projection* p) {
+  TensorView x;
+  std::string error = ReadInputs(context, 1, &x);
+  if (!error.empty()) return error;
+  if (x.dims.empty() || x.dims.back() != k) return "the input's last dimension is not the weights' k";
+  for (size_t d = 0; d + 1 < x.dims.size(); d++) p->rows *= x.dims[d];
+  std::vector<int64_t> outDims = x.dims;
+  outDims.back() = width;
+  OrtValue* output = nullptr;
+  void* out = nullptr;
+  error = Failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
+  if (error.empty()) error = Failure(ort->GetTensorMutableData(output, &out));
+  p->x = static_cast<const float*>(x.data);
+  p->out = static_cast<float*>(out);
+  return error;
 }
 
 // ---- ortserve.BlockQuantMatMul[Offset][SwiGlu|GeGlu]: block-quant-matmul.h ----
@@ -166,21 +190,10 @@ void DestroyQuantMatMul(void* kernel) { delete static_cast<QuantMatMulKernel*>(k
 std::string ComputeQuantMatMul(const void* state, OrtKernelContext* context) {
   const QuantMatMulKernel& kernel = *static_cast<const QuantMatMulKernel*>(state);
   const PackedProjection& weight = kernel.weight;
-  TensorView x;
-  std::string error = ReadInputs(context, 1, &x);
-  if (!error.empty()) return error;
-  if (x.dims.empty() || x.dims.back() != weight.k()) return "the input's last dimension is not the weights' k";
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < x.dims.size(); d++) rows *= x.dims[d];
-  std::vector<int64_t> outDims = x.dims;
-  outDims.back() = kernel.glu != Glu::kNone ? weight.n() / 2 : weight.n();
-  OrtValue* output = nullptr;
-  void* out = nullptr;
-  error = Failure(ort->KernelContext_GetOutput(context, 0, outDims.data(), outDims.size(), &output));
-  if (error.empty()) error = Failure(ort->GetTensorMutableData(output, &out));
-  if (!error.empty()) return error;
-  BlockQuantMatMul(weight, static_cast<const float*>(x.data), rows, kernel.glu, static_cast<float*>(out),
-                   ParallelForOf(context));
+  Projection p;
+  const int64_t width = kernel.glu != Glu::kNone ? weight.n() / 2 : weight.n();
+  if (std::string error = ProjectionInOut(context, weight.k(), width, &p); !error.empty()) return error;
+  BlockQuantMatMul(weight, p.x, p.rows, kernel.glu, p.out, ParallelForOf(context));
   return "";
 }
 
@@ -197,6 +210,50 @@ OpDescriptor QuantMatMulRow(const char* name, const Epilogue& epilogue) {
           DestroyQuantMatMul};
 }
 
+// ---- ortserve.HalfMatMul, BFloat16MatMul: half-matmul.h ----
+// Inputs: x [..., k] and the constant B [k, n] of F16 (HalfMatMul) or BF16 (BFloat16MatMul)
+// values; output [..., n]. Each stands for a MatMul of x by B cast to float (src/core/runner/
+// epilogue-graph.ts); B is repacked once, when the session makes the kernel.
+
+std::string CreateHalfMatMul(const void* params, const OrtApi* api, const OrtKernelInfo* info, void** out) {
+  int constant = 0;
+  const OrtValue* value = nullptr;
+  std::string error = Failure(api->KernelInfoGetConstantInput_tensor(info, 1, &constant, &value));
+  if (!error.empty()) return error;
+  if (constant == 0 || value == nullptr) return "the weights must be an initializer";
+  TensorView b;
+  error = Describe(value, &b);
+  if (!error.empty()) return error;
+  if (b.dims.size() != 2) return "the weights must be [k, n]";
+  auto* kernel = new PackedHalfProjection();
+  if (const char* problem = kernel->Pack(static_cast<const uint16_t*>(b.data), b.dims[0], b.dims[1],
+                                         *static_cast<const HalfFormat*>(params))) {
+    delete kernel;
+    return problem;
+  }
+  // Packed: the initializer's pages are not read again (file-pages.h).
+  DropFilePages(b.data, static_cast<size_t>(b.dims[0] * b.dims[1]) * sizeof(uint16_t));
+  *out = kernel;
+  return {};
+}
+
+void DestroyHalfMatMul(void* kernel) { delete static_cast<PackedHalfProjection*>(kernel); }
+
+std::string ComputeHalfMatMul(const void* state, OrtKernelContext* context) {
+  const PackedHalfProjection& weight = *static_cast<const PackedHalfProjection*>(state);
+  Projection p;
+  if (std::string error = ProjectionInOut(context, weight.k(), weight.n(), &p); !error.empty()) return error;
+  HalfMatMul(weight, p.x, p.rows, p.out, ParallelForOf(context));
+  return "";
+}
+
+constexpr HalfFormat kF16Weights = HalfFormat::kF16;
+constexpr HalfFormat kBF16Weights = HalfFormat::kBF16;
+
+OpDescriptor HalfMatMulRow(const char* name, const HalfFormat& format, ONNXTensorElementDataType type) {
+  return {name, nullptr, 2, {F, type}, 1, {F}, &format, CreateHalfMatMul, ComputeHalfMatMul, DestroyHalfMatMul};
+}
+
 }  // namespace
 
 std::vector<OpDescriptor> ProjectionOps() {
@@ -210,7 +267,9 @@ std::vector<OpDescriptor> ProjectionOps() {
           QuantMatMulRow("BlockQuantMatMulSwiGlu", kSwiGlu),
           QuantMatMulRow("BlockQuantMatMulOffsetSwiGlu", kOffsetSwiGlu),
           QuantMatMulRow("BlockQuantMatMulGeGlu", kGeGlu),
-          QuantMatMulRow("BlockQuantMatMulOffsetGeGlu", kOffsetGeGlu)};
+          QuantMatMulRow("BlockQuantMatMulOffsetGeGlu", kOffsetGeGlu),
+          HalfMatMulRow("HalfMatMul", kF16Weights, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16),
+          HalfMatMulRow("BFloat16MatMul", kBF16Weights, ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16)};
 }
 
 }  // namespace ortserve

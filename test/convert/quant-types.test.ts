@@ -12,7 +12,8 @@
  *   as close to those exact logits as llama.cpp's own run of the file (its int8 activations, Q8_K
  *   for K-quants) is, with the weights read in the bits per weight docs/formats-and-kernels.md
  *   names.
- * F16 and BF16 matrices stay float32 in a q4 model (exact); a type without an exact mapping (Q8_K,
+ * F16 and BF16 matrices stay in their 16 bits in a q4 model (exact; test/runner/half-matmul-op.test.ts
+ * holds their kernel to the float product); a type without an exact mapping (Q8_K,
  * which llama.cpp uses only for activations) is refused by name unless requantizing is allowed.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -342,13 +343,20 @@ describe.each([...EXACT_TYPES, ...Object.keys(FLOAT_TYPES)])("%s against llama.c
     // Activations go in blocks of 32 unless asked otherwise: nothing is recorded for the kernel.
     expect(activationBlocksOf(readFileSync(join(quantDir, "onnx", onnxFileName("q4"))))).toEqual({});
     if (float) {
-      // Float matrices stay float32 in a q4 model: its logits are the exact model's.
-      expect(quantTypes.map((u) => u.stored)).toEqual(["float32"]);
+      // 16-bit matrices stay in their 16 bits in a q4 model (the embedding, gathered, float32):
+      // its logits are the exact model's to float rounding.
+      expect(quantTypes.map((u) => u.stored).sort()).toEqual(["16-bit float", "float32"]);
       const exact = await openOrtCandidate(exactDir, "fp32", 1);
       const quant = await openOrtCandidate(quantDir, "q4", 1);
       try {
         const want = await exact.teacherForced(PROMPT);
         expect(relativeMaxError(await quant.teacherForced(PROMPT), want)).toBeLessThan(1e-5);
+        const { projections, packedWeightBytes } = await quant.runtime();
+        if (projections === "ortserve.BlockQuantMatMul") {
+          // 2 bytes a weight: every matrix but the embedding, the columns padded to tiles of 16.
+          const projected = quantTypes.find((u) => u.stored === "16-bit float")!.weights;
+          expect((packedWeightBytes! * 8) / projected).toBeCloseTo(16, 1);
+        }
       } finally {
         await exact.release();
         await quant.release();

@@ -30,7 +30,7 @@ Options:
   -h, --help           show this help
 
 Every other GGUF type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; F32,
-F16 and BF16 kept as float32) reaches the kernels as the values the file encodes;
+F16 and BF16 in their own 16 bits) reaches the kernels as the values the file encodes;
 the converter prints what it did per type.
 `;
 

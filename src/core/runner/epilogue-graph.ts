@@ -45,6 +45,8 @@ export const GEGLU_OP = "GeGlu";
 export const BLOCK_OFFSET_GEGLU_OP = "BlockOffsetGeGlu";
 export const QUANT_MATMUL_GEGLU_OP = "BlockQuantMatMulGeGlu";
 export const QUANT_MATMUL_OFFSET_GEGLU_OP = "BlockQuantMatMulOffsetGeGlu";
+export const HALF_MATMUL_OP = "HalfMatMul";
+export const BFLOAT16_MATMUL_OP = "BFloat16MatMul";
 
 interface Node {
   opType: string;
@@ -189,6 +191,18 @@ class GraphEdit {
       if (f.number === 5 && f.payload) {
         const tensor = fields(f.payload);
         if (text(tensor.find((t) => t.number === 8)?.payload) === name) return int64Values(f.payload);
+      }
+    return undefined;
+  }
+
+  /** An initializer's TensorProto data_type (2); undefined when no initializer has the name. */
+  initializerType(name: string): number | undefined {
+    for (const f of this.gfs)
+      if (f.number === 5 && f.payload) {
+        const tensor = fields(f.payload);
+        if (text(tensor.find((t) => t.number === 8)?.payload) !== name) continue;
+        const type = tensor.find((t) => t.number === 2);
+        return type ? readVarint(type.raw, 1)[0] : undefined;
       }
     return undefined;
   }
@@ -448,6 +462,31 @@ function fuseQuantMatMul(g: GraphEdit, domain: string, activationBlocks: Record<
   return fused;
 }
 
+/** ortserve's 16-bit projection for an initializer of TensorProto data_type 10 (FLOAT16) or 16 (BFLOAT16). */
+const HALF_MATMUL_FOR: Record<number, string> = { 10: HALF_MATMUL_OP, 16: BFLOAT16_MATMUL_OP };
+
+/**
+ * MatMul(x, Cast(B, to float)) with B a float16 or bfloat16 initializer (the converter's 16-bit
+ * weights, decoder-graph.ts) and the Cast read by nothing else becomes HalfMatMul(x, B) or
+ * BFloat16MatMul(x, B): the weights stay in their 16 bits instead of being folded into float32.
+ */
+function fuseHalfMatMul(g: GraphEdit, domain: string): number {
+  let fused = 0;
+  g.nodes.forEach((_, i) => {
+    const mm = g.current(i);
+    if (!isOp(mm, "MatMul") || mm.inputs.length !== 2) return;
+    const [cast, ci] = g.producerOf(mm.inputs[1]!) ?? [];
+    if (!isOp(cast, "Cast") || cast.inputs.length !== 1 || g.readCount(mm.inputs[1]!) !== 1) return;
+    if (intAttribute(cast, "to") !== 1) return;
+    const opType = HALF_MATMUL_FOR[g.initializerType(cast.inputs[0]!) ?? -1];
+    if (!opType || g.producerOf(cast.inputs[0]!)) return;
+    g.remove(ci!);
+    g.replace(i, { ...mm, opType, domain, inputs: [mm.inputs[0]!, cast.inputs[0]!], attributes: [] });
+    fused++;
+  });
+  return fused;
+}
+
 /**
  * The GraphProto with every offset subgraph and SwiGLU fused, and how many nodes were made; the
  * graph unchanged (and 0) when it has neither. Initializers only removed nodes read (the Split
@@ -462,7 +501,10 @@ export function fuseEpilogues(
   fuseOffsets(g, domain);
   fuseSwiGlu(g, domain);
   fuseGeGlu(g, domain);
-  if (opts.quantMatMul) fuseQuantMatMul(g, domain, opts.activationBlocks ?? {});
+  if (opts.quantMatMul) {
+    fuseQuantMatMul(g, domain, opts.activationBlocks ?? {});
+    fuseHalfMatMul(g, domain);
+  }
   if (g.edits === 0) return { graph, fused: 0 };
   return { graph: g.encode(), fused: g.edits };
 }

@@ -25,7 +25,11 @@ const F = OnnxDataType.FLOAT;
 export type LinearWeight =
   | { kind: "nbits"; weight: NBitsWeight }
   /** Row-major [n, k] floats (PyTorch layout). */
-  | { kind: "f32"; n: number; k: number; values: Float32Array };
+  | { kind: "f32"; n: number; k: number; values: Float32Array }
+  /** Row-major [n, k] IEEE half or bfloat16 bits, kept in 16 bits (a float16 or bfloat16 file's). */
+  | { kind: "half"; format: HalfFormat; n: number; k: number; values: Uint16Array };
+
+export type HalfFormat = "f16" | "bf16";
 
 /** Supplies weights as the graph needs them, so only one layer's tensors are in memory at a time. */
 export interface WeightProvider {
@@ -75,8 +79,8 @@ export function ropeCaches(
   return [cos, sin];
 }
 
-function transpose(values: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(values.length);
+function transpose<T extends Float32Array | Uint16Array>(values: T, rows: number, cols: number): T {
+  const out = new (values.constructor as new (n: number) => T)(values.length);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = values[r * cols + c]!;
   return out;
 }
@@ -152,6 +156,15 @@ class DecoderGraphEmitter {
       const b = g.initializer(`${name}.weight_t`, F, [w.k, w.n], transpose(w.values, w.n, w.k));
       return (input) => g.op("MatMul", [input, b], `${name}.out`);
     }
+    if (w.kind === "half") {
+      // ONNX's MatMul takes one type for both sides: the 16-bit weights go through a Cast, which
+      // ortserve's native session replaces with its 16-bit kernel (runner/epilogue-graph.ts) and
+      // ONNX Runtime alone folds into float32 at load.
+      const type = w.format === "f16" ? OnnxDataType.FLOAT16 : OnnxDataType.BFLOAT16;
+      const b = g.initializer(`${name}.weight_t`, type, [w.k, w.n], transpose(w.values, w.n, w.k));
+      const widened = g.op("Cast", [b], `${name}.weight_float`, { to: F });
+      return (input) => g.op("MatMul", [input, widened], `${name}.out`);
+    }
     const q = w.weight;
     const blocks = q.k / q.blockSize;
     const attrs = {
@@ -203,6 +216,9 @@ class DecoderGraphEmitter {
   /** Embedding lookup; for 8-bit blocks the gathered rows are dequantized in the graph. */
   embed(w: LinearWeight, ids: string): string {
     const g = this.g;
+    // Debt: a float16 or bfloat16 table is widened to float32 (the providers give it so); a
+    // 16-bit Gather with a Cast after it, and the tied head's Transpose, would keep it narrow.
+    if (w.kind === "half") throw new Error("embedding tables are stored as float32 or 8-bit blocks");
     if (w.kind === "f32") {
       const table = g.initializer("model.embed_tokens.weight", F, [w.n, w.k], w.values);
       return g.op("Gather", [table, ids], "embeds");

@@ -5,6 +5,7 @@
 import type { GgufFile } from "../gguf/reader.ts";
 import { GgmlType, type GgufTensorInfo } from "../gguf/types.ts";
 import type { Hyperparameters } from "./architectures.ts";
+import type { HalfFormat } from "./decoder-graph.ts";
 import type { QuantReport } from "./quant-report.ts";
 import { type NBitsWeight, packNBits, unpermuteLlamaRows } from "./quantized-weights.ts";
 import {
@@ -101,6 +102,21 @@ class GgufTensorSource implements TensorSource {
     const { n, k } = this.shape(name)!;
     this.policy.report?.addFloats(this.info(name).type, n, k);
     return values;
+  }
+
+  halfFormat(name: string): HalfFormat | undefined {
+    const type = this.info(name).type;
+    return type === GgmlType.F16 ? "f16" : type === GgmlType.BF16 ? "bf16" : undefined;
+  }
+
+  keptHalves(name: string, heads?: number): Uint16Array {
+    const info = this.info(name);
+    const { n, k } = this.shape(name)!;
+    const raw = this.file.readTensorBytes(info);
+    const bytes = heads && this.unpermuteQk ? unpermuteLlamaRows(raw, n, heads) : raw;
+    this.policy.report?.addHalves(info.type, n, k);
+    // A copy: the file's bytes need not be 2-byte aligned.
+    return new Uint16Array(new Uint8Array(bytes).buffer, 0, n * k);
   }
 
   vector(name: string, heads?: number): Float32Array {

@@ -39,6 +39,11 @@ export class QuantReport {
     this.count(type, "exact", "float32", n * k);
   }
 
+  /** A tensor kept in its own 16-bit float format (exact: the file's bits). */
+  addHalves(type: GgmlTypeId, n: number, k: number): void {
+    this.count(type, "exact", "16-bit float", n * k);
+  }
+
   private count(type: GgmlTypeId, mapping: QuantTypeUse["mapping"], stored: string, weights: number): void {
     const use: QuantTypeUse = { type: ggmlTypeName(type), mapping, stored, tensors: 0, weights: 0 };
     const key = `${use.type}|${use.mapping}|${use.stored}`;

@@ -14,8 +14,9 @@
  * cannot be expressed as an integer zero point (float zero points force a slow full dequantization
  * on every call), so it is returned separately: the graph adds blockSums(A) x C, where
  * C[block, n] = offset, taking the block sums from extra output rows appended to the weight
- * (`withBlockSumRows`). Other types have no exact mapping: float ones (F32, F16, BF16) the GGUF
- * converter keeps as float32 instead (table-weights.ts `keptAsFloats`); any other (Q8_K, which
+ * (`withBlockSumRows`). Other types have no exact mapping: float ones the GGUF converter keeps as
+ * floats instead (table-weights.ts `keptAsFloats`: F32 as float32, F16 and BF16 in their own 16
+ * bits, native/src/half-matmul.h); any other (Q8_K, which
  * no model file uses) is dequantized and requantized to 8-bit blocks of 32 only when the caller
  * allows it.
  *
@@ -27,7 +28,6 @@
  * bits/weight over the file). Codes packed in 6 bits cut a 1.5B Q4_K_M step's bytes by ~2% but
  * made 16 rows ~11% slower on AVX2 (`bench/quant-matmul.ts --rows 16`, Q4_K), each pass of 4 rows
  * decoding the block's metadata again: they wait for a kernel that decodes it once for all rows.
- * F16/BF16 widen to float32 (twice their bytes).
  *
  * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
  * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256

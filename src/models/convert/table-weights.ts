@@ -4,7 +4,7 @@
  * source and their names, so stacking (QKV, gate/up), packing and the embedding rule live here once.
  */
 import type { ArchitectureSpec } from "./architectures.ts";
-import type { LinearWeight, WeightProvider } from "./decoder-graph.ts";
+import type { HalfFormat, LinearWeight, WeightProvider } from "./decoder-graph.ts";
 import { concatNBits, type NBitsWeight, widenTo8 } from "./quantized-weights.ts";
 
 export type WeightFormat = "q4" | "fp32";
@@ -17,12 +17,16 @@ export interface TensorSource {
   /** Packed MatMulNBits blocks (4-bit where the source allows, else 8-bit). */
   nbits(name: string, heads?: number): NBitsWeight;
   /**
-   * Whether a q4 model keeps this tensor as float32 (a float tensor in the file: widening is
-   * exact, quantizing is not). Absent: never.
+   * Whether a q4 model keeps this tensor as a float one (a float tensor in the file: quantizing
+   * it would not be exact): in its own 16 bits where halfFormat names them, else float32. Absent: never.
    */
   keptAsFloats?(name: string): boolean;
   /** floats(), for a q4 model that keeps them (the source records it). */
   keptFloats?(name: string, heads?: number): Float32Array;
+  /** The 16-bit float format a kept tensor is stored in (float16, bfloat16), else undefined. */
+  halfFormat?(name: string): HalfFormat | undefined;
+  /** A kept 16-bit tensor's own bits (a q4 model keeps them so: the kernels read them as they are). */
+  keptHalves?(name: string, heads?: number): Uint16Array;
   /** A 1-D tensor (norm weights, biases); `heads` as for Q/K rows. */
   vector(name: string, heads?: number): Float32Array;
 }
@@ -89,12 +93,15 @@ export class TableWeightProvider implements WeightProvider {
   /** Several tensors stacked along the output dimension. */
   private stacked(parts: { name: string; heads?: number }[]): LinearWeight {
     const shapes = parts.map((p) => this.shape(p.name));
-    // A q4 stack with a float part stays float throughout (the quantized parts widened, exactly).
+    // A q4 stack with a float part stays float throughout: 16-bit when every part is of one 16-bit
+    // format, else float32 (the other parts widened, exactly).
     const keptAsFloats = this.format === "q4" && parts.some((p) => this.source.keptAsFloats?.(p.name));
     if (this.format === "q4" && !keptAsFloats) {
       const packed = parts.map((p) => this.source.nbits(p.name, p.heads));
       return { kind: "nbits", weight: packed.length === 1 ? packed[0]! : concatNBits(packed) };
     }
+    const halves = keptAsFloats ? this.halves(parts) : undefined;
+    if (halves) return halves;
     const floats = parts.map((p) =>
       keptAsFloats && this.source.keptFloats
         ? this.source.keptFloats(p.name, p.heads)
@@ -107,6 +114,22 @@ export class TableWeightProvider implements WeightProvider {
       at += f.length;
     }
     return { kind: "f32", n: shapes.reduce((s, r) => s + r.n, 0), k: shapes[0]!.k, values };
+  }
+
+  /** The stack in 16 bits, when every part is stored in the same 16-bit float format. */
+  private halves(parts: { name: string; heads?: number }[]): LinearWeight | undefined {
+    const format = this.source.halfFormat?.(parts[0]!.name);
+    if (!format || !this.source.keptHalves || parts.some((p) => this.source.halfFormat?.(p.name) !== format))
+      return undefined;
+    const kept = parts.map((p) => this.source.keptHalves!(p.name, p.heads));
+    const values = new Uint16Array(kept.reduce((s, h) => s + h.length, 0));
+    let at = 0;
+    for (const h of kept) {
+      values.set(h, at);
+      at += h.length;
+    }
+    const n = parts.reduce((s, p) => s + this.shape(p.name).n, 0);
+    return { kind: "half", format, n, k: this.shape(parts[0]!.name).k, values };
   }
 
   embedding(): LinearWeight {

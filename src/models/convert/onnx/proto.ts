@@ -13,6 +13,7 @@ export const OnnxDataType = {
   INT64: 7,
   FLOAT16: 10,
   DOUBLE: 11,
+  BFLOAT16: 16,
 } as const;
 export type OnnxDataTypeId = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 
