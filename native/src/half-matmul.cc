@@ -122,7 +122,7 @@ void TileRows(const PackedHalfProjection& w, int t, const float* x, int rows, fl
 
 PackedHalfProjection::~PackedHalfProjection() { FreeWeights(data_); }
 
-const char* PackedHalfProjection::Pack(const uint16_t* b, int64_t k, int64_t n, HalfFormat format) {
+const char* PackedHalfProjection::Pack(const uint16_t* b, int64_t k, int64_t n, bool transposed, HalfFormat format) {
   if (k <= 0 || n <= 0) return "the weights are empty";
   const int64_t tiles = (n + kTile - 1) / kTile;
   bytes_ = static_cast<size_t>(tiles) * kTile * k * sizeof(uint16_t);
@@ -135,7 +135,14 @@ const char* PackedHalfProjection::Pack(const uint16_t* b, int64_t k, int64_t n, 
   for (int64_t t = 0; t < tiles; t++) {
     const int64_t count = std::min<int64_t>(kTile, n - t * kTile);
     uint16_t* dst = data_ + t * kTile * k;
-    for (int64_t j = 0; j < k; j++) std::memcpy(dst + j * kTile, b + j * n + t * kTile, sizeof(uint16_t) * count);
+    if (!transposed) {
+      for (int64_t j = 0; j < k; j++) std::memcpy(dst + j * kTile, b + j * n + t * kTile, sizeof(uint16_t) * count);
+      continue;
+    }
+    for (int64_t c = 0; c < count; c++) {
+      const uint16_t* column = b + (t * kTile + c) * k;
+      for (int64_t j = 0; j < k; j++) dst[j * kTile + c] = column[j];
+    }
   }
   AddBytesPackedOnThisThread(bytes_);
   return nullptr;

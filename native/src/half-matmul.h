@@ -31,8 +31,8 @@ class PackedHalfProjection {
   PackedHalfProjection& operator=(const PackedHalfProjection&) = delete;
   ~PackedHalfProjection();
 
-  // Packs B [k, n] of `format` values; nullptr, or why not.
-  const char* Pack(const uint16_t* b, int64_t k, int64_t n, HalfFormat format);
+  // Packs B [k, n] of `format` values, or B^T ([n, k]) when `transposed`; nullptr, or why not.
+  const char* Pack(const uint16_t* b, int64_t k, int64_t n, bool transposed, HalfFormat format);
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }

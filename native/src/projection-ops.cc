@@ -212,7 +212,7 @@ OpDescriptor QuantMatMulRow(const char* name, const Epilogue& epilogue) {
 
 // ---- ortserve.HalfMatMul, BFloat16MatMul: half-matmul.h ----
 // Inputs: x [..., k] and the constant B [k, n] of F16 (HalfMatMul) or BF16 (BFloat16MatMul)
-// values; output [..., n]. Each stands for a MatMul of x by B cast to float (src/core/runner/
+// values, or [n, k] with the attribute trans_b 1; output [..., n]. Each stands for a MatMul of x by B cast to float (src/core/runner/
 // epilogue-graph.ts); B is repacked once, when the session makes the kernel.
 
 std::string CreateHalfMatMul(const void* params, const OrtApi* api, const OrtKernelInfo* info, void** out) {
@@ -224,9 +224,17 @@ std::string CreateHalfMatMul(const void* params, const OrtApi* api, const OrtKer
   TensorView b;
   error = Describe(value, &b);
   if (!error.empty()) return error;
-  if (b.dims.size() != 2) return "the weights must be [k, n]";
+  if (b.dims.size() != 2) return "the weights must be a matrix";
+  // trans_b 1: B comes as [n, k] (a tied head's embedding table).
+  int64_t transposed = 0;
+  if (OrtStatus* absent = api->KernelInfoGetAttribute_int64(info, "trans_b", &transposed)) {
+    api->ReleaseStatus(absent);
+    transposed = 0;
+  }
   auto* kernel = new PackedHalfProjection();
-  if (const char* problem = kernel->Pack(static_cast<const uint16_t*>(b.data), b.dims[0], b.dims[1],
+  const int64_t k = transposed ? b.dims[1] : b.dims[0];
+  const int64_t n = transposed ? b.dims[0] : b.dims[1];
+  if (const char* problem = kernel->Pack(static_cast<const uint16_t*>(b.data), k, n, transposed != 0,
                                          *static_cast<const HalfFormat*>(params))) {
     delete kernel;
     return problem;

@@ -46,7 +46,10 @@ const FORMATS = {
   },
 } as const;
 
-/** The graph the converter writes for a 16-bit projection: y = x MatMul Cast(B [k, n]). */
+/**
+ * The graph the converter writes for a 16-bit projection, y = x MatMul Cast(B [k, n]), or for a
+ * tied head, y = x MatMul Cast(Transpose(E [n, k])) (`transposed`: b holds E).
+ */
 function writeGraph(
   dir: string,
   name: string,
@@ -54,12 +57,14 @@ function writeGraph(
   b: Uint16Array,
   k: number,
   n: number,
+  transposed: boolean,
 ) {
   const external = new ExternalDataFile(join(dir, `${name}.onnx_data`));
   const g = new GraphBuilder(external);
   const x = g.input("x", F, ["rows", k]);
-  const weights = g.initializer("b", FORMATS[format].type, [k, n], b);
-  const widened = g.op("Cast", [weights], "b_float", { to: F });
+  const weights = g.initializer("b", FORMATS[format].type, transposed ? [n, k] : [k, n], b);
+  const table = transposed ? g.op("Transpose", [weights], "b_t", { perm: [1, 0] }) : weights;
+  const widened = g.op("Cast", [table], "b_float", { to: F });
   g.node("MatMul", [x, widened], ["y"]);
   g.output("y", F, ["rows", n]);
   external.close();
@@ -78,12 +83,18 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.HalfMatMul and BFlo
   // n not a multiple of the tile's 16 columns, k of no particular block.
   const k = 300;
   const n = 40;
-  for (const format of ["f16", "bf16"] as const) {
-    it(`keeps ${format} weights in 16 bits and computes the projection`, async () => {
+  for (const [format, transposed] of [
+    ["f16", false],
+    ["bf16", false],
+    ["f16", true],
+  ] as const) {
+    it(`keeps ${format} weights in 16 bits and computes the projection${transposed ? " (a tied head's table)" : ""}`, async () => {
       const { op, encode, decode } = FORMATS[format];
       const next = lcg(format === "f16" ? 5 : 6);
       const b = Uint16Array.from({ length: k * n }, () => encode((next() - 0.5) * 0.2));
-      const path = writeGraph(dir, format, format, b, k, n);
+      const path = writeGraph(dir, `${format}-${transposed}`, format, b, k, n, transposed);
+      // Input j's weight for column c.
+      const weightAt = (j: number, c: number) => decode(b[transposed ? c * k + j : j * n + c]!);
       const rewritten = withCachedAttention(readFileSync(path), { quantMatMul: true })!;
       expect(describeModel(rewritten).nodes.map((node) => node.opType)).toEqual([op]);
       const asWritten = await InferenceSession.create(path, { intraOpNumThreads: 2 });
@@ -108,7 +119,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.HalfMatMul and BFlo
           for (let r = 0; r < rows; r++)
             for (let c = 0; c < n; c++) {
               let sum = 0;
-              for (let j = 0; j < k; j++) sum += x[r * k + j]! * decode(b[j * n + c]!);
+              for (let j = 0; j < k; j++) sum += x[r * k + j]! * weightAt(j, c);
               exact[r * n + c] = sum;
             }
           expect(relativeGap(exact, gotData)).toBeLessThan(1e-5);

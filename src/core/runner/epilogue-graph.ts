@@ -469,6 +469,8 @@ const HALF_MATMUL_FOR: Record<number, string> = { 10: HALF_MATMUL_OP, 16: BFLOAT
  * MatMul(x, Cast(B, to float)) with B a float16 or bfloat16 initializer (the converter's 16-bit
  * weights, decoder-graph.ts) and the Cast read by nothing else becomes HalfMatMul(x, B) or
  * BFloat16MatMul(x, B): the weights stay in their 16 bits instead of being folded into float32.
+ * B may also be the Transpose (perm 1, 0) of such an initializer, read by nothing else (a tied
+ * head multiplies by the embedding table so): the operator then takes the table with trans_b 1.
  */
 function fuseHalfMatMul(g: GraphEdit, domain: string): number {
   let fused = 0;
@@ -478,13 +480,37 @@ function fuseHalfMatMul(g: GraphEdit, domain: string): number {
     const [cast, ci] = g.producerOf(mm.inputs[1]!) ?? [];
     if (!isOp(cast, "Cast") || cast.inputs.length !== 1 || g.readCount(mm.inputs[1]!) !== 1) return;
     if (intAttribute(cast, "to") !== 1) return;
-    const opType = HALF_MATMUL_FOR[g.initializerType(cast.inputs[0]!) ?? -1];
-    if (!opType || g.producerOf(cast.inputs[0]!)) return;
+    const [transpose, ti] = g.producerOf(cast.inputs[0]!) ?? [];
+    const transposed =
+      isOp(transpose, "Transpose") && transposesMatrix(transpose) && g.readCount(cast.inputs[0]!) === 1;
+    const b = transposed ? transpose.inputs[0]! : cast.inputs[0]!;
+    const opType = HALF_MATMUL_FOR[g.initializerType(b) ?? -1];
+    if (!opType || g.producerOf(b)) return;
     g.remove(ci!);
-    g.replace(i, { ...mm, opType, domain, inputs: [mm.inputs[0]!, cast.inputs[0]!], attributes: [] });
+    if (transposed) g.remove(ti!);
+    const attributes = transposed ? [intAttributeProto("trans_b", 1)] : [];
+    g.replace(i, { ...mm, opType, domain, inputs: [mm.inputs[0]!, b], attributes });
     fused++;
   });
   return fused;
+}
+
+/** A Transpose of one input with perm [1, 0] (AttributeProto ints 8, packed or not). */
+function transposesMatrix(t: Node): boolean {
+  if (t.inputs.length !== 1) return false;
+  const [perm] = attributeNamed(t, "perm");
+  if (!perm) return false;
+  const values: number[] = [];
+  for (const f of fields(perm).filter((f) => f.number === 8)) {
+    if (f.payload)
+      for (let at = 0; at < f.payload.length; ) {
+        const [v, next] = readVarint(f.payload, at);
+        values.push(v);
+        at = next;
+      }
+    else values.push(readVarint(f.raw, 1)[0]);
+  }
+  return values.length === 2 && values[0] === 1 && values[1] === 0;
 }
 
 /**

@@ -31,6 +31,8 @@ export type LinearWeight =
 
 export type HalfFormat = "f16" | "bf16";
 
+const halfType = (format: HalfFormat) => (format === "f16" ? OnnxDataType.FLOAT16 : OnnxDataType.BFLOAT16);
+
 /** Supplies weights as the graph needs them, so only one layer's tensors are in memory at a time. */
 export interface WeightProvider {
   /** Token embedding rows [vocab, hidden]: quantized 8-bit blocks, or floats. */
@@ -160,8 +162,12 @@ class DecoderGraphEmitter {
       // ONNX's MatMul takes one type for both sides: the 16-bit weights go through a Cast, which
       // ortserve's native session replaces with its 16-bit kernel (runner/epilogue-graph.ts) and
       // ONNX Runtime alone folds into float32 at load.
-      const type = w.format === "f16" ? OnnxDataType.FLOAT16 : OnnxDataType.BFLOAT16;
-      const b = g.initializer(`${name}.weight_t`, type, [w.k, w.n], transpose(w.values, w.n, w.k));
+      const b = g.initializer(
+        `${name}.weight_t`,
+        halfType(w.format),
+        [w.k, w.n],
+        transpose(w.values, w.n, w.k),
+      );
       const widened = g.op("Cast", [b], `${name}.weight_float`, { to: F });
       return (input) => g.op("MatMul", [input, widened], `${name}.out`);
     }
@@ -216,9 +222,11 @@ class DecoderGraphEmitter {
   /** Embedding lookup; for 8-bit blocks the gathered rows are dequantized in the graph. */
   embed(w: LinearWeight, ids: string): string {
     const g = this.g;
-    // Debt: a float16 or bfloat16 table is widened to float32 (the providers give it so); a
-    // 16-bit Gather with a Cast after it, and the tied head's Transpose, would keep it narrow.
-    if (w.kind === "half") throw new Error("embedding tables are stored as float32 or 8-bit blocks");
+    if (w.kind === "half") {
+      // Gathered in 16 bits, the rows cast to float: the table stays 2 bytes a weight.
+      const table = g.initializer("model.embed_tokens.weight", halfType(w.format), [w.n, w.k], w.values);
+      return g.op("Cast", [g.op("Gather", [table, ids], "embeds.half")], "embeds", { to: F });
+    }
     if (w.kind === "f32") {
       const table = g.initializer("model.embed_tokens.weight", F, [w.n, w.k], w.values);
       return g.op("Gather", [table, ids], "embeds");
@@ -414,7 +422,9 @@ class DecoderGraphEmitter {
       ],
       "kept_hidden",
     );
-    const head = lmHeadWeight ? this.linear("lm_head", lmHeadWeight) : (embedApply ?? this.tiedFloatHead());
+    const head = lmHeadWeight
+      ? this.linear("lm_head", lmHeadWeight)
+      : (embedApply ?? this.tiedFloatHead(embedding.kind === "half"));
     g.node("Identity", [this.softcapped(head(kept))], ["logits"]);
     g.output("logits", F, ["batch_size", "logits_length", hp.vocab]);
   }
@@ -498,10 +508,13 @@ class DecoderGraphEmitter {
   }
 
   /** Tied float head: logits = h x E^T; the transpose of the initializer is folded at session load. */
-  private tiedFloatHead(): (x: string) => string {
+  private tiedFloatHead(half: boolean): (x: string) => string {
     const g = this.g;
     const t = g.op("Transpose", ["model.embed_tokens.weight"], "embed_tokens_t", { perm: [1, 0] });
-    return (x) => g.op("MatMul", [x, t], "lm_head.out");
+    // A 16-bit table: cast as linear() casts 16-bit weights (the native session multiplies the
+    // table in its 16 bits, runner/epilogue-graph.ts).
+    const b = half ? g.op("Cast", [t], "embed_tokens_t_float", { to: F }) : t;
+    return (x) => g.op("MatMul", [x, b], "lm_head.out");
   }
 }
 

@@ -136,8 +136,13 @@ export class TableWeightProvider implements WeightProvider {
     const name = this.names.embedding;
     const r = this.shape(name);
     if (this.format === "fp32") return { kind: "f32", n: r.n, k: r.k, values: this.source.floats(name) };
-    if (this.source.keptAsFloats?.(name) && this.source.keptFloats)
-      return { kind: "f32", n: r.n, k: r.k, values: this.source.keptFloats(name) };
+    if (this.source.keptAsFloats?.(name)) {
+      const format = this.source.halfFormat?.(name);
+      if (format && this.source.keptHalves)
+        return { kind: "half", format, n: r.n, k: r.k, values: this.source.keptHalves(name) };
+      if (this.source.keptFloats)
+        return { kind: "f32", n: r.n, k: r.k, values: this.source.keptFloats(name) };
+    }
     // The table is gathered row by row and dequantized in the graph, which reads 8-bit blocks
     // only: 4-bit ones are widened (exactly).
     return { kind: "nbits", weight: widenTo8(this.source.nbits(name)) };
