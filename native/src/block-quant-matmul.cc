@@ -921,6 +921,8 @@ const char* CheckPackArguments(int n, int k, int bits, int scaleBlock, int activ
   return nullptr;
 }
 
+}  // namespace
+
 // What Pack makes of quants given `inBits` wide whose values all lie in low..high (4-bit ones: the
 // nibbles'): the bits it keeps and the value it takes off each first, so the same products come
 // out of fewer bytes (the zero point is then 2^(inBits - 1) less `from`).
@@ -988,6 +990,8 @@ PackForm FormOf(const uint8_t* quants, const float* scales, const float* offsets
   if (form.pairOffsets) form.pairScales = true;
   return form;
 }
+
+namespace {
 
 // One column's (lane's) 32 quants of a block, given InBits wide (8: a byte each; 4: element 2j in
 // byte j's low nibble, 2j + 1 in its high one), less `from`, into the packed block in Bits bits,
@@ -1083,8 +1087,15 @@ void AddBytesPackedOnThisThread(size_t bytes) { tPackedBytes += bytes; }
 const char* PackedBlockQuantWeight::Pack(const uint8_t* quants, const float* scales, const float* offsets, int n,
                                          int k, int bits, int scaleBlock, int activationBlock) {
   if (const char* problem = CheckPackArguments(n, k, bits, scaleBlock, activationBlock)) return problem;
+  return PackAs(FormOf(quants, scales, offsets, n, k, bits, scaleBlock, 0, n), quants, scales, offsets, n, k, bits,
+                scaleBlock, activationBlock);
+}
+
+const char* PackedBlockQuantWeight::PackAs(const PackForm& form, const uint8_t* quants, const float* scales,
+                                           const float* offsets, int n, int k, int bits, int scaleBlock,
+                                           int activationBlock) {
+  if (const char* problem = CheckPackArguments(n, k, bits, scaleBlock, activationBlock)) return problem;
   const int64_t blockCount = static_cast<int64_t>(k) / kBlock;
-  const PackForm form = FormOf(quants, scales, offsets, n, k, bits, scaleBlock, 0, n);
   // Scales (and offsets) per 16 in the source, kept per 32 where the halves agree.
   const int srcPerBlock = kBlock / scaleBlock;
   const bool pairs = form.pairScales;
@@ -1276,10 +1287,12 @@ const char* PackedProjection::Pack(const uint8_t* quants, const float* scales, c
       for (int64_t g = 0; g < groups; g++)
         std::memcpy(partOffsets.data() + g * width, offsets + g * n + c0, sizeof(float) * width);
     }
+    // The run's form is its tiles': NarrowQuants takes the first range that holds the quants, so
+    // ranges that each take one form together take it too, and the flags are ORs over columns.
     auto part = std::make_unique<PackedBlockQuantWeight>();
-    if (const char* problem = part->Pack(quants + c0 * rowBytes, scales + c0 * groups,
-                                         offsets != nullptr ? partOffsets.data() : nullptr, width, k, bits, scaleBlock,
-                                         activationBlock))
+    if (const char* problem = part->PackAs(form, quants + c0 * rowBytes, scales + c0 * groups,
+                                           offsets != nullptr ? partOffsets.data() : nullptr, width, k, bits,
+                                           scaleBlock, activationBlock))
       return problem;
     firstTile_.push_back(first);
     partOfTile_.insert(partOfTile_.end(), t - first, static_cast<int>(parts_.size()));

@@ -97,6 +97,9 @@ struct BlockLayout {
   constexpr size_t BlockStride() const { return groupStride >> groupShift; }
 };
 
+// The narrowest form a run of columns packs in (block-quant-matmul.cc).
+struct PackForm;
+
 class PackedBlockQuantWeight {
  public:
   PackedBlockQuantWeight() = default;
@@ -113,6 +116,10 @@ class PackedBlockQuantWeight {
   // wrong.
   const char* Pack(const uint8_t* quants, const float* scales, const float* offsets, int n, int k, int bits,
                    int scaleBlock = 32, int activationBlock = 32);
+  // Pack with the columns' form (their narrowest quants and which scales and offsets they need)
+  // already known: PackedProjection finds it tile by tile, in parallel.
+  const char* PackAs(const PackForm& form, const uint8_t* quants, const float* scales, const float* offsets, int n,
+                     int k, int bits, int scaleBlock, int activationBlock);
 
   int n() const { return n_; }
   int k() const { return k_; }
