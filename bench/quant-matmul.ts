@@ -4,8 +4,8 @@
  * kernel's on a quiet core, so it compares two builds even on a busy machine where a whole decode
  * step's figures drift. Weights shaped as Qwen2.5-1.5B's: Q4_K-like (4-bit, offsets, coded
  * super-block scales) gate/up, Q6_K-like (8-bit quants within 32 of 128, scales per 16) down
- * projection and a slice of the output head, and the gate/up as Q3_K and Q2_K (packed in 3 and 2
- * bits).
+ * projection and a slice of the output head, the gate/up as Q3_K and Q2_K (packed in 3 and 2
+ * bits), and as float16 (a float16 file's, ortserve.HalfMatMul).
  *
  *   node bench/quant-matmul.ts [--root <source tree>] [--threads 2] [--reps 200] [--rows 1] [--cold] [--only Q6_K]
  *
@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { float32ToFp16 } from "../src/models/gguf/half.ts";
 
 const { values } = parseArgs({
   options: {
@@ -45,7 +46,8 @@ if (!nativeSessions?.blockQuantMatMul) throw new Error(`${root}: no native Block
 
 interface Case {
   name: string;
-  bits: 4 | 8;
+  /** 16: float16 weights (a float16 file's, ortserve.HalfMatMul). */
+  bits: 4 | 8 | 16;
   n: number;
   k: number;
   scaleBlock: 16 | 32;
@@ -75,6 +77,7 @@ const CASES: Case[] = [
     offsets: true,
     nibbles: { lowest: 8, span: 4 },
   },
+  { name: "F16 gate+up 1536->17920", bits: 16, n: 17920, k: 1536, scaleBlock: 32, offsets: false },
 ];
 
 let seed = 1;
@@ -108,11 +111,24 @@ function weight(c: Case) {
 
 /** The graph of `copies` projections of x by the same weight values, outputs y0, y1, … */
 function writeGraph(dir: string, c: Case, copies: number): string {
-  const w = weight(c);
   const F = OnnxDataType.FLOAT;
   const external = new ExternalDataFile(join(dir, `${c.bits}-${c.n}.onnx_data`));
   const g = new GraphBuilder(external);
   const x = g.input("x", F, ["rows", c.k]);
+  if (c.bits === 16) {
+    // As the converter stores a float16 file's matrix: B [k, n] behind a Cast.
+    const b = Uint16Array.from({ length: c.k * c.n }, () => float32ToFp16((next() - 0.5) * 0.1));
+    for (let i = 0; i < copies; i++) {
+      const weights = g.initializer(`b${i}`, OnnxDataType.FLOAT16, [c.k, c.n], b);
+      g.node("MatMul", [x, g.op("Cast", [weights], `b${i}_float`, { to: F })], [`y${i}`]);
+      g.output(`y${i}`, F, ["rows", c.n]);
+    }
+    external.close();
+    const path = join(dir, `${c.bits}-${c.n}.onnx`);
+    writeFileSync(path, g.encode({ producerVersion: "bench" }));
+    return path;
+  }
+  const w = weight(c);
   const blocks = c.k / c.scaleBlock;
   const stored = w.offsets ? withBlockSumRows(w) : w;
   const attrs = { K: c.k, N: stored.n, bits: c.bits, block_size: c.scaleBlock, accuracy_level: 4 };
@@ -142,8 +158,9 @@ function writeGraph(dir: string, c: Case, copies: number): string {
 const dir = mkdtempSync(join(tmpdir(), "ortserve-quant-matmul-bench-"));
 try {
   for (const c of CASES.filter((c) => !values.only || c.name.startsWith(values.only))) {
-    // Q4_K's 4.5 bits and Q6_K's 6.5 a weight, roughly: enough copies for 1 GB when cold.
-    const copies = values.cold ? Math.ceil(1e9 / ((c.n * c.k * (c.bits === 4 ? 4.5 : 6.5)) / 8)) : 1;
+    // Q4_K's 4.5 bits and Q6_K's 6.5 a weight, roughly, or 16: enough copies for 1 GB when cold.
+    const bitsPerWeight = c.bits === 4 ? 4.5 : c.bits === 8 ? 6.5 : 16;
+    const copies = values.cold ? Math.ceil(1e9 / ((c.n * c.k * bitsPerWeight) / 8)) : 1;
     const session = nativeSessions.create(writeGraph(dir, c, copies), {
       intraOpThreads: Number(values.threads),
       interOpThreads: 1,
