@@ -137,10 +137,14 @@ constexpr int32_t ZeroPoint() {
 // The dot product's starting value for a block's zero point, over all 32 inputs (start4 is -8 times
 // the inputs' sum), and over its first 16 (the second 16's is the difference); the zero point known
 // at run time (PackedBlockQuantWeight::zeroPoint), or at compile time.
-inline int32_t StartAt(const BlockMeta& m, int32_t zeroPoint) { return m.start4 / 8 * zeroPoint; }
+// start4 is a multiple of 8, so the shift divides it exactly (one instruction where / 8 took four).
+inline int32_t StartAt(const BlockMeta& m, int32_t zeroPoint) { return (m.start4 >> 3) * zeroPoint; }
 inline int32_t LowStartAt(const BlockMeta& m, int32_t zeroPoint) { return -zeroPoint * m.lowSum; }
 template <int Bits>
 inline int32_t StartOf(const BlockMeta& m) {
+  // start4 itself (a multiple of 8): one load, where the division cost a block's rows four
+  // instructions each.
+  if constexpr (ZeroPoint<Bits>() == 8) return m.start4;
   return StartAt(m, ZeroPoint<Bits>());
 }
 template <int Bits>
@@ -540,6 +544,10 @@ ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int 
     if (prefetch) PrefetchRange(block + kPrefetchBlocks * kLayout.BlockStride(), kLayout.BlockStride());
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
+    // Opaque to the compiler, so each row's input is read at a constant offset from xq: seeing
+    // through it, GCC kept first * 32 + each offset as a loop invariant on the stack, a load more
+    // for each of a block's 32 broadcasts.
+    __asm__("" : "+r"(xq));
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
     __m256i wide[R][2];
     for (int r = 0; r < R; r++)
@@ -612,6 +620,10 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
     }
     const uint8_t* xBlock = x.Block(row0, b);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xBlock) + first * 8;
+    // Opaque to the compiler, so each row's input is read at a constant offset from xq: seeing
+    // through it, GCC kept first * 32 + each offset as a loop invariant on the stack, a load more
+    // for each of a block's 32 broadcasts.
+    __asm__("" : "+r"(xq));
     const BlockMeta* meta = reinterpret_cast<const BlockMeta*>(xBlock + groupRows * kBlock) + first;
     // 8 bits: the low nibbles' sums, then the high ones' (times 16) added to them. With scales per
     // 16 inputs, each half of the block (groups 0-3, 4-7) sums apart, from its own start.
