@@ -13,9 +13,8 @@
 import { parseArgs } from "node:util";
 import { float32ToFp16 } from "../src/models/gguf/half.ts";
 import { encodeF32 } from "../src/models/gguf/quantize.ts";
-import { openGguf } from "../src/models/gguf/reader.ts";
+import { writeRetypedGguf } from "../src/models/gguf/retyped-copy.ts";
 import { GgmlType } from "../src/models/gguf/types.ts";
-import { writeGguf } from "../src/models/gguf/writer.ts";
 
 /** llama_ftype: LLAMA_FTYPE_MOSTLY_F16, LLAMA_FTYPE_MOSTLY_BF16. */
 const FTYPE = { f16: 1, bf16: 32 } as const;
@@ -38,26 +37,14 @@ function encode(v: Float32Array): Uint8Array {
   return new Uint8Array(halves.buffer);
 }
 
-const src = openGguf(source);
-try {
-  writeGguf(out, {
-    version: src.version as 2 | 3,
-    alignment: src.alignment,
-    metadata: src.metadataEntries.map((e) =>
-      e.key === "general.file_type" ? { ...e, value: FTYPE[format] } : e,
-    ),
-    tensors: src.tensors.map((t) => {
-      const matrix = t.dims.length === 2;
-      const type = matrix ? (format === "bf16" ? GgmlType.BF16 : GgmlType.F16) : GgmlType.F32;
-      // Made when written: one tensor in memory at a time.
-      const data = {
-        length: t.elementCount * (matrix ? 2 : 4),
-        read: () => (matrix ? encode : encodeF32)(src.dequantize(t)),
-      };
-      return { name: t.name, dims: t.dims, type, data };
-    }),
-  });
-} finally {
-  src.close();
-}
+writeRetypedGguf(source, out, FTYPE[format], (t, src) => {
+  const matrix = t.dims.length === 2;
+  const type = matrix ? (format === "bf16" ? GgmlType.BF16 : GgmlType.F16) : GgmlType.F32;
+  // Made when written: one tensor in memory at a time.
+  const data = {
+    length: t.elementCount * (matrix ? 2 : 4),
+    read: () => (matrix ? encode : encodeF32)(src.dequantize(t)),
+  };
+  return { name: t.name, dims: t.dims, type, data };
+});
 console.log(`${out}: ${format} matrices from ${source}`);

@@ -51,8 +51,6 @@ constexpr int kBlock = 32;
 constexpr int kRowGroup = 8;
 // llama.cpp's K-quant super-block, and its Q8_K activation block.
 constexpr int kSuperBlock = 256;
-// Below this many multiply-adds a projection runs on the calling thread.
-constexpr int64_t kParallelWork = 1 << 18;
 
 // A spin-wait's pause between polls.
 inline void CpuRelax() {

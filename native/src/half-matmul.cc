@@ -8,6 +8,7 @@
 #include "block-quant-matmul.h"
 #include "cpu-features.h"
 #include "half-float.h"
+#include "projection-epilogue.h"
 #include "weight-arena.h"
 
 #ifdef ORTSERVE_X86_SIMD
@@ -20,8 +21,6 @@ namespace {
 constexpr int kTile = 16;
 // Rows a pass keeps in registers: 6 rows x 16 columns are 12 of AVX2's 16 registers.
 constexpr int kPassRows = 6;
-// Below this many multiply-adds a projection runs on the calling thread.
-constexpr int64_t kParallelWork = 1 << 18;
 
 inline float BFloat16ToFloat(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;

@@ -22,9 +22,6 @@ namespace {
 
 constexpr int kRowTile = 4;
 constexpr int kColumnTile = 512;
-// Below this many multiply-adds the whole product runs on the calling thread: a decode step's
-// projection (one row, 10k-55k) took as long spread over two threads (measured).
-constexpr int64_t kParallelWork = 1 << 18;
 
 const bool gAvx2Fma = Cpu().avx2 && Cpu().fma;
 const bool gF16c = Cpu().f16c;

@@ -6,9 +6,8 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { encodeF32 } from "../../src/models/gguf/quantize.ts";
-import { openGguf } from "../../src/models/gguf/reader.ts";
+import { writeRetypedGguf } from "../../src/models/gguf/retyped-copy.ts";
 import { GgmlType } from "../../src/models/gguf/types.ts";
-import { writeGguf } from "../../src/models/gguf/writer.ts";
 import { cacheDir } from "../../src/util/paths.ts";
 
 /** llama_ftype LLAMA_FTYPE_ALL_F32. */
@@ -19,23 +18,11 @@ export function ensureExactGguf(source: string, outDir = join(cacheDir(), "fidel
   const out = join(outDir, `${basename(source).replace(/\.gguf$/i, "")}.f32.gguf`);
   if (existsSync(out) && statSync(out).mtimeMs >= statSync(source).mtimeMs) return out;
   mkdirSync(outDir, { recursive: true });
-  const src = openGguf(source);
-  try {
-    writeGguf(out, {
-      version: src.version as 2 | 3,
-      alignment: src.alignment,
-      metadata: src.metadataEntries.map((e) =>
-        e.key === "general.file_type" ? { ...e, value: FTYPE_ALL_F32 } : e,
-      ),
-      tensors: src.tensors.map((t) => ({
-        name: t.name,
-        dims: t.dims,
-        type: GgmlType.F32,
-        data: encodeF32(src.dequantize(t)),
-      })),
-    });
-  } finally {
-    src.close();
-  }
+  writeRetypedGguf(source, out, FTYPE_ALL_F32, (t, src) => ({
+    name: t.name,
+    dims: t.dims,
+    type: GgmlType.F32,
+    data: encodeF32(src.dequantize(t)),
+  }));
   return out;
 }
