@@ -195,6 +195,30 @@ void QuantizeBlockScalar(const float* x, int8_t* q, float* scale, int32_t* sum, 
 // Known debt: AMD Zen 4 (AVX-512 VNNI) has not been measured with the prefetch at few rows.
 constexpr int kPrefetchBlocks = 8;
 
+// 6-bit codes (kCoded6Meta) as vectors: column c's code is bits 6c..6c+5 of the metadata's 12
+// bytes, so with bytes 3L.. in 128-bit lane L, lane L's 32-bit lane m takes the two bytes holding
+// column 4L + m's code (from byte 3L + 6m / 8; 0x80: zero) and shifts it down by 6m % 8.
+alignas(64) constexpr uint8_t kCoded6Gather[64] = {
+    0, 1, 0x80, 0x80, 0, 1, 0x80, 0x80, 1, 2, 0x80, 0x80, 2, 3, 0x80, 0x80,
+    3, 4, 0x80, 0x80, 3, 4, 0x80, 0x80, 4, 5, 0x80, 0x80, 5, 6, 0x80, 0x80,
+    6, 7, 0x80, 0x80, 6, 7, 0x80, 0x80, 7, 8, 0x80, 0x80, 8, 9, 0x80, 0x80,
+    9, 10, 0x80, 0x80, 9, 10, 0x80, 0x80, 10, 11, 0x80, 0x80, 11, 12, 0x80, 0x80};
+alignas(64) constexpr int32_t kCoded6Shifts[16] = {0, 6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2};
+
+// One tile's block metadata decoded to floats, kept for the passes over its rows after the first
+// (its later row groups' too): valid once a pass has filled it.
+struct KeptMeta {
+  std::vector<float> store;
+  float* floats = nullptr;  // 32-byte aligned, within store
+  bool valid = false;
+
+  void Reserve(size_t count) {
+    // 8 floats more, so the first can sit on a 32-byte boundary for aligned loads.
+    if (store.size() < count + 8) store.resize(count + 8);
+    floats = store.data() + (8 - reinterpret_cast<uintptr_t>(store.data()) / sizeof(float) % 8) % 8;
+  }
+};
+
 #ifdef ORTSERVE_AVX512_KERNEL
 #ifdef ORTSERVE_EMULATE_AVX512
 #define ORTSERVE_AVX512_VNNI
@@ -205,7 +229,8 @@ constexpr int kPrefetchBlocks = 8;
 // Block b's 16 scales or offsets (`which`, as BlockLayout::Meta) as floats, from float, half or
 // coded storage (factor * code: exact in float, so the very values the float layout holds).
 template <int Meta>
-ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* tile, const BlockLayout& layout, int b, int which) {
+ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const PackedBlockQuantWeight& w, const uint8_t* tile,
+                                              const BlockLayout& layout, int b, int which) {
   const uint8_t* p = tile + layout.Meta(b, which);
   if constexpr (Meta == kHalfMeta) return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
   if constexpr (IsCoded(Meta)) {
@@ -217,6 +242,13 @@ ORTSERVE_AVX512_VNNI inline __m512 LoadMeta16(const uint8_t* tile, const BlockLa
       const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
       const __m128i nibbles = _mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4));
       codes = _mm512_cvtepu8_epi32(_mm_and_si128(nibbles, _mm_set1_epi8(0x0f)));
+    } else if constexpr (Meta == kCoded6Meta) {
+      // The 16 bytes at p (the 12 of the codes, then the next metadata's, masked off) in every
+      // 128-bit lane; lane L takes columns 4L..4L+3 (kCoded6Gather).
+      const __m512i bytes = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      const __m512i gathered = _mm512_shuffle_epi8(bytes, _mm512_load_si512(kCoded6Gather));
+      codes = _mm512_and_si512(_mm512_srlv_epi32(gathered, _mm512_load_si512(kCoded6Shifts)), _mm512_set1_epi32(63));
+      codes = _mm512_add_epi32(codes, _mm512_set1_epi32(w.codeBase(which)));
     } else {
       codes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
@@ -305,12 +337,12 @@ ORTSERVE_AVX512_VNNI void TileAvx512(const PackedBlockQuantWeight& w, int tile, 
     } else {
       for (int g = 0; g < 8; g++) quants[g] = _mm512_load_si512(block + 64 * g);
     }
-    const __m512 scales = LoadMeta16<Meta>(tileData, kLayout, b, 0);
+    const __m512 scales = LoadMeta16<Meta>(w, tileData, kLayout, b, 0);
     // The second half's scales with scales per 16 inputs; offsets after the scales (the second
     // half's too with offsets per 16). Unused (and never loaded) without them.
-    const __m512 highScales = Pairs ? LoadMeta16<Meta>(tileData, kLayout, b, 1) : scales;
-    __m512 offsets = Offsets ? LoadMeta16<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock) : _mm512_setzero_ps();
-    __m512 highOffsets = Offsets == 2 ? LoadMeta16<Meta>(tileData, kLayout, b, kLayout.scalesPerBlock + 1) : offsets;
+    const __m512 highScales = Pairs ? LoadMeta16<Meta>(w, tileData, kLayout, b, 1) : scales;
+    __m512 offsets = Offsets ? LoadMeta16<Meta>(w, tileData, kLayout, b, kLayout.scalesPerBlock) : _mm512_setzero_ps();
+    __m512 highOffsets = Offsets == 2 ? LoadMeta16<Meta>(w, tileData, kLayout, b, kLayout.scalesPerBlock + 1) : offsets;
     // Coded and half offsets are stored less offsetFold times the scale (exact: one rounding to the offset).
     if constexpr (Offsets && Meta != kFloatMeta) offsets = _mm512_fmadd_ps(_mm512_set1_ps(w.offsetFold()), scales, offsets);
     if constexpr (Offsets == 2 && Meta != kFloatMeta)
@@ -441,7 +473,8 @@ ORTSERVE_AVX2_FMA void QuantizeBlockAvx2(const float* x, int8_t* q, float* scale
 
 // Eight of block b's scales or offsets (`which`; h: which eight) as floats, as LoadMeta16.
 template <int Meta>
-ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout& layout, int b, int which, int h) {
+ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const PackedBlockQuantWeight& w, const uint8_t* tile,
+                                          const BlockLayout& layout, int b, int which, int h) {
   const uint8_t* p = tile + layout.Meta(b, which);
   if constexpr (Meta == kHalfMeta) return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p) + h));
   if constexpr (IsCoded(Meta)) {
@@ -452,6 +485,17 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout
       // Columns 8h..8h+7: the 8 bytes' low nibbles, or their high ones.
       const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
       codes = _mm256_cvtepu8_epi32(_mm_and_si128(h ? _mm_srli_epi16(v, 4) : v, _mm_set1_epi8(0x0f)));
+    } else if constexpr (Meta == kCoded6Meta) {
+      // Columns 8h..8h+7 lie in bytes 6h..6h+5: those 8 bytes (2 masked off) in every 64-bit
+      // lane; 128-bit lane L takes columns 8h + 4L..8h + 4L + 3 (kCoded6Gather).
+      int64_t eight;
+      std::memcpy(&eight, p + 6 * h, 8);
+      const __m256i gathered =
+          _mm256_shuffle_epi8(_mm256_set1_epi64x(eight), _mm256_load_si256(reinterpret_cast<const __m256i*>(kCoded6Gather)));
+      codes = _mm256_and_si256(
+          _mm256_srlv_epi32(gathered, _mm256_load_si256(reinterpret_cast<const __m256i*>(kCoded6Shifts))),
+          _mm256_set1_epi32(63));
+      codes = _mm256_add_epi32(codes, _mm256_set1_epi32(w.codeBase(which)));
     } else {
       codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
     }
@@ -460,22 +504,44 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const uint8_t* tile, const BlockLayout
   return _mm256_load_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
+// How a pass over a tile reads its blocks' metadata as floats. Coded metadata takes 5 instructions
+// or more per 8 values to decode (6-bit codes 8), and AVX2 goes over a tile once per 4 rows: with
+// more rows the first pass decodes it and keeps the floats (kDecodeAndKeep), the others read them
+// back (kKept), so a 16-row step decodes each tile's codes once instead of 4 times. The floats are
+// the same either way.
+enum MetaPass : int { kDecode, kDecodeAndKeep, kKept };
+template <int Meta, int Pass>
+struct MetaAvx2 {
+  const PackedBlockQuantWeight& w;
+  const uint8_t* tile;
+  const BlockLayout& layout;
+  float* kept;  // 16 floats per block and metadata `which`, for kDecodeAndKeep and kKept
+
+  ORTSERVE_AVX2_FMA __m256 Load(int b, int which, int h) const {
+    float* at = kept + (static_cast<int64_t>(b) * (layout.scalesPerBlock + layout.offsetsPerBlock) + which) * kTile + 8 * h;
+    if constexpr (Pass == kKept) return _mm256_load_ps(at);
+    const __m256 v = LoadMeta8<Meta>(w, tile, layout, b, which, h);
+    if constexpr (Pass == kDecodeAndKeep) _mm256_store_ps(at, v);
+    return v;
+  }
+};
+
 // Block b's offsets for columns 8h..8h+7 (the second half's too with offsets per 16; both zero
 // without offsets), the zero point folded out of coded and half ones added back (one rounding).
 struct OffsetsAvx2 {
   __m256 low, high;
 };
-template <int Offsets, int Meta, bool Pairs>
-ORTSERVE_AVX2_FMA inline OffsetsAvx2 LoadOffsetsAvx2(const PackedBlockQuantWeight& w, const uint8_t* tileData,
-                                                     const BlockLayout& layout, int b, int h) {
+template <int Offsets, int Meta, bool Pairs, int Pass>
+ORTSERVE_AVX2_FMA inline OffsetsAvx2 LoadOffsetsAvx2(const MetaAvx2<Meta, Pass>& in, int b, int h) {
   if constexpr (!Offsets) return {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  const __m256 scales = LoadMeta8<Meta>(tileData, layout, b, 0, h);
-  const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, layout, b, 1, h) : scales;
-  __m256 low = LoadMeta8<Meta>(tileData, layout, b, layout.scalesPerBlock, h);
-  __m256 high = Offsets == 2 ? LoadMeta8<Meta>(tileData, layout, b, layout.scalesPerBlock + 1, h) : low;
-  if constexpr (Meta != kFloatMeta) low = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), scales, low);
+  const int first = in.layout.scalesPerBlock;
+  const __m256 scales = in.Load(b, 0, h);
+  const __m256 highScales = Pairs ? in.Load(b, 1, h) : scales;
+  __m256 low = in.Load(b, first, h);
+  __m256 high = Offsets == 2 ? in.Load(b, first + 1, h) : low;
+  if constexpr (Meta != kFloatMeta) low = _mm256_fmadd_ps(_mm256_set1_ps(in.w.offsetFold()), scales, low);
   if constexpr (Offsets == 2 && Meta != kFloatMeta)
-    high = _mm256_fmadd_ps(_mm256_set1_ps(w.offsetFold()), highScales, high);
+    high = _mm256_fmadd_ps(_mm256_set1_ps(in.w.offsetFold()), highScales, high);
   return {low, high};
 }
 // a plus a row's offset terms: each offset times dx times the sum of the quantized inputs it covers.
@@ -523,14 +589,15 @@ ORTSERVE_AVX2_FMA inline __m256i WholeQuantsAvx2(const uint8_t* block, int g, in
 // sums per half of 16 inputs spilled from the 16 registers: a 16-row step's Q6_K projections ran
 // at a third of the 4-bit ones' rate. Per column the float operations are TileAvx2's, in its order
 // (each half's sum scaled into acc where the half ends, the offsets last).
-template <int R, int Bits, int Offsets, int Meta, bool Pairs>
+template <int R, int Bits, int Offsets, int Meta, bool Pairs, int Pass>
 ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
                                            int64_t row0, int first, int groupRows, float* dst, int64_t stride,
-                                           int count) {
+                                           int count, float* kept) {
   const int blocks = w.blocks();
   const bool prefetch = first == 0;
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
+  const MetaAvx2<Meta, Pass> metaIn{w, tileData, kLayout, kept};
   const __m256i ones = _mm256_set1_epi16(1);
   constexpr int kGroups = Pairs ? 4 : 8;
   const int32_t zeroPoint = w.zeroPoint();  // 5 bits: 16, or none
@@ -568,7 +635,7 @@ ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int 
       if ((g + 2) % kGroups != 0) continue;
       const int s = g / kGroups;
       for (int h = 0; h < 2; h++) {
-        const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, s, h);
+        const __m256 scales = metaIn.Load(b, s, h);
         for (int r = 0; r < R; r++) {
           const int32_t start = !Pairs  ? StartAt(meta[r], zeroPoint)
                                 : s == 0 ? LowStartAt(meta[r], zeroPoint)
@@ -583,7 +650,7 @@ ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int 
     }
     if constexpr (Offsets) {
       for (int h = 0; h < 2; h++) {
-        const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(w, tileData, kLayout, b, h);
+        const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(metaIn, b, h);
         for (int r = 0; r < R; r++)
           _mm256_store_ps(acc[r] + 8 * h, AddOffsetsAvx2<Offsets>(_mm256_load_ps(acc[r] + 8 * h), offsets, meta[r]));
       }
@@ -598,14 +665,15 @@ ORTSERVE_AVX2_FMA void TileWholeQuantsAvx2(const PackedBlockQuantWeight& w, int 
 // times an input is at most 15 x 127, so 16 of them stay below 2^15), and VPMADDWD then adds
 // the pairs into the lane's 32-bit dot product. 8-bit quants go in as their two nibbles, the
 // high one's sum times 16: a whole byte times an input would overflow the pairs' 16 bits.
-template <int R, int Bits, int Offsets, int Meta, bool Pairs>
+template <int R, int Bits, int Offsets, int Meta, bool Pairs, int Pass>
 ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0,
-                                int first, int groupRows, float* dst, int64_t stride, int count) {
+                                int first, int groupRows, float* dst, int64_t stride, int count, float* kept) {
   const int blocks = w.blocks();
   // The first pass over a tile fetches its weights ahead, whatever the rows (kPrefetchBlocks).
   const bool prefetch = first == 0;
   constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
   const uint8_t* tileData = w.tile(tile);
+  const MetaAvx2<Meta, Pass> metaIn{w, tileData, kLayout, kept};
   const __m256i lowNibbles = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][kTile];
@@ -672,9 +740,9 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
       }
     }
     for (int h = 0; h < 2; h++) {
-      const __m256 scales = LoadMeta8<Meta>(tileData, kLayout, b, 0, h);
-      const __m256 highScales = Pairs ? LoadMeta8<Meta>(tileData, kLayout, b, 1, h) : scales;
-      const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(w, tileData, kLayout, b, h);
+      const __m256 scales = metaIn.Load(b, 0, h);
+      const __m256 highScales = Pairs ? metaIn.Load(b, 1, h) : scales;
+      const OffsetsAvx2 offsets = LoadOffsetsAvx2<Offsets, Meta, Pairs>(metaIn, b, h);
       for (int r = 0; r < R; r++) {
         __m256 a = _mm256_load_ps(acc[r] + 8 * h);
         const __m256 dx = _mm256_set1_ps(meta[r].scale);
@@ -687,24 +755,46 @@ ORTSERVE_AVX2_FMA void TileAvx2(const PackedBlockQuantWeight& w, int tile, const
   for (int r = 0; r < R; r++) std::memcpy(dst + (first + r) * stride, acc[r], sizeof(float) * count);
 }
 
-// A row group (up to 8 rows) in passes of up to 4: AVX2's 16 registers hold 4 rows' sums.
+// A row group (up to 8 rows) in passes of up to 4: AVX2's 16 registers hold 4 rows' sums. With
+// `kept` (a tile's rows in more than one pass) 4- and 6-bit codes are decoded by the tile's first
+// pass only: the others read back the floats it kept.
 template <int Bits, int Offsets, int Meta, bool Pairs>
 void TileRowsAvx2(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows,
-                  float* dst, int64_t stride, int count) {
-  const auto pass = [&]<int R>(int first) {
+                  float* dst, int64_t stride, int count, KeptMeta* kept) {
+  const auto pass = [&]<int R, int Pass>(int first, float* floats) {
     if constexpr (Bits == 5 || Bits == 6)
-      TileWholeQuantsAvx2<R, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
+      TileWholeQuantsAvx2<R, Bits, Offsets, Meta, Pairs, Pass>(w, tile, x, row0, first, rows, dst, stride, count,
+                                                               floats);
     else
-      TileAvx2<R, Bits, Offsets, Meta, Pairs>(w, tile, x, row0, first, rows, dst, stride, count);
+      TileAvx2<R, Bits, Offsets, Meta, Pairs, Pass>(w, tile, x, row0, first, rows, dst, stride, count, floats);
   };
-  for (int first = 0; first < rows; first += 4) {
-    switch (std::min(4, rows - first)) {
-      case 1: pass.template operator()<1>(first); break;
-      case 2: pass.template operator()<2>(first); break;
-      case 3: pass.template operator()<3>(first); break;
-      default: pass.template operator()<4>(first); break;
+  // Rows first.. in passes of up to 4.
+  const auto passes = [&]<int Pass>(int first, float* floats) {
+    for (; first < rows; first += 4) {
+      switch (rows - first) {
+        case 1: pass.template operator()<1, Pass>(first, floats); break;
+        case 2: pass.template operator()<2, Pass>(first, floats); break;
+        case 3: pass.template operator()<3, Pass>(first, floats); break;
+        default: pass.template operator()<4, Pass>(first, floats); break;
+      }
+    }
+  };
+  // Only narrow codes: int8 ones decode in about what the kept floats' store and reloads take
+  // (Q6_K's 16-row projection measured no faster kept).
+  if constexpr (Meta == kCoded6Meta || Meta == kCoded4Meta) {
+    if (kept != nullptr) {
+      if (kept->valid) return passes.template operator()<kKept>(0, kept->floats);
+      // A tile's first row group has more than 4 rows when kept is given.
+      if (rows > 4) {
+        constexpr BlockLayout kLayout(Bits, Offsets, Meta, Pairs);
+        kept->Reserve(static_cast<size_t>(w.blocks()) * (kLayout.scalesPerBlock + kLayout.offsetsPerBlock) * kTile);
+        kept->valid = true;
+        pass.template operator()<4, kDecodeAndKeep>(0, kept->floats);
+        return passes.template operator()<kKept>(4, kept->floats);
+      }
     }
   }
+  passes.template operator()<kDecode>(0, nullptr);
 }
 #endif
 
@@ -780,9 +870,16 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
         // Only Q2_K's sub-block scales and mins are all 4-bit codes: instantiated for 2 bits alone.
         if constexpr (decltype(bits)::value == 2)
           return withPairs(bits, offsets, std::integral_constant<int, kCoded4Meta>{});
-        [[fallthrough]];
-      default: return withPairs(bits, offsets, std::integral_constant<int, kFloatMeta>{});
+        break;
+      case kCoded6Meta:
+        // 6-bit codes only for 3- to 5-bit quants (Q3_K, Q4_K, Q5_K).
+        if constexpr (decltype(bits)::value >= 3 && decltype(bits)::value <= 5)
+          return withPairs(bits, offsets, std::integral_constant<int, kCoded6Meta>{});
+        break;
+      default: break;
     }
+    // Pack makes no other kinds: unreachable.
+    return withPairs(bits, offsets, std::integral_constant<int, kFloatMeta>{});
   };
   using Two = std::integral_constant<int, 2>;
   using Three = std::integral_constant<int, 3>;
@@ -804,9 +901,10 @@ void WithKind(const PackedBlockQuantWeight& w, Fn&& fn) {
   return withOffsets(Eight{});
 }
 
-// Rows [row0, row0 + rows) (at most kRowGroup) of the tile's columns to dst, rows `stride` apart.
+// Rows [row0, row0 + rows) (at most kRowGroup) of the tile's columns to dst, rows `stride` apart;
+// `kept`, when given, keeps the tile's decoded metadata for its next row groups (AVX2).
 void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x, int64_t row0, int rows, float* dst,
-              int64_t stride) {
+              int64_t stride, KeptMeta* kept) {
   const int count = std::min(kTile, w.n() - tile * kTile);
 #ifdef ORTSERVE_AVX512_KERNEL
   if (gKernel.load(std::memory_order_relaxed) == kAvx512Vnni)
@@ -817,7 +915,7 @@ void TileRows(const PackedBlockQuantWeight& w, int tile, const QuantizedRows& x,
 #ifdef ORTSERVE_X86_SIMD
   if (gKernel.load(std::memory_order_relaxed) == kAvx2)
     return WithKind(w, [&](auto bits, auto offsets, auto meta, auto pairs) {
-      TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count);
+      TileRowsAvx2<bits(), offsets(), meta(), pairs()>(w, tile, x, row0, rows, dst, stride, count, kept);
     });
 #endif
   TileRowsScalar(w, tile, x, row0, rows, dst, stride, count);
@@ -881,12 +979,12 @@ void QuantizeRows(const float* in, int64_t from, int64_t to, int k, int activati
   }
 }
 
-// A half factor and int8 codes with factor * code[i] == v[i] exactly in float, for `count` values;
+// A half factor and integer codes with factor * code[i] == v[i] exactly in float, for `count` values;
 // false when there are none. A K-quant's sub-block scales are an fp16 times small integers (Q6_K's
-// largest is often -128), so the largest value's code is tried from 128 in magnitude down, either
+// largest is often -128), so the largest value's code is tried from the range's widest magnitude down, either
 // sign: some factor d / 2^m with the integers times 2^m is found first, and any exact one will do.
-// With maxCode 15, codes 0..15 only (4-bit ones).
-bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, int maxCode = 127) {
+// Codes minCode..maxCode: -128..127 (int8), 0..15 (4-bit), 0..63 or -32..31 (6-bit).
+bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, int minCode, int maxCode) {
   float largest = 0.0f;
   for (int i = 0; i < count; i++)
     if (std::fabs(v[i]) > std::fabs(largest)) largest = v[i];
@@ -895,7 +993,6 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, i
     for (int i = 0; i < count; i++) codes[i] = 0;
     return true;
   }
-  const int minCode = maxCode == 127 ? -128 : 0;
   // Whether factor largest / c codes every value exactly.
   auto tryCode = [&](int c) {
     if (c > maxCode || c < minCode || c == 0) return false;
@@ -916,7 +1013,7 @@ bool FactorExactly(const float* v, int count, uint16_t* factor, int8_t* codes, i
   // search below (up to ~130 divisions), which was about a third of packing a Q4_K_M model.
   for (const int c : {maxCode, minCode, 63, -32, 31, 15})
     if (tryCode(c)) return true;
-  for (int magnitude = maxCode + 1; magnitude >= 1; magnitude--)
+  for (int magnitude = std::max(maxCode, -minCode); magnitude >= 1; magnitude--)
     for (int sign = 1; sign >= -1; sign -= 2)
       if (tryCode(sign * magnitude)) return true;
   return false;
@@ -1161,42 +1258,40 @@ const char* PackedBlockQuantWeight::PackAs(const PackForm& form, const uint8_t* 
   }
   std::vector<int8_t> codes;
   std::vector<uint16_t> factors;
-  // Codes every super-block's scales, and its offsets less offsetFold times the scale of the same
-  // inputs: the converter folds a 4-bit zero point of 8 into K-quants' offsets (Q4_K's
-  // -dmin * m + 8 * d * sc), which factor only without it. False, with codes empty, when some
-  // value does not factor exactly.
-  auto code = [&](float fold, int maxCode) {
+  // Codes every super-block's values of one kind (0: scales; 1: offsets, less fold times the scale
+  // of the same inputs: the converter folds a 4-bit zero point of 8 into K-quants' offsets, Q4_K's
+  // -dmin * m + 8 * d * sc, which factor only without it), codes in minCode..maxCode stored less
+  // base (6-bit codes: their range's low end). False when some value does not factor exactly.
+  auto codeKind = [&](int kind, float fold, int minCode, int maxCode, int base) {
     const int64_t supers = blockCount / 8;
-    codes.assign(static_cast<size_t>(n) * blockCount * metaPerBlock, 0);
-    factors.assign(static_cast<size_t>(n) * supers * 2, 0);
+    const int per = kind == 0 ? scalesPerBlock : offsetsPerBlock;
+    const int first = kind == 0 ? 0 : scalesPerBlock;
     // Column c's super-blocks; false when one does not factor.
     auto codeColumn = [&](int64_t c) {
       float values[16];
       int8_t found[16];
-      for (int64_t sb = 0; sb < supers; sb++)
-        for (int kind = 0; kind < (offsets != nullptr ? 2 : 1); kind++) {
-          const int per = kind == 0 ? scalesPerBlock : offsetsPerBlock;
-          const int first = kind == 0 ? 0 : scalesPerBlock;
-          for (int i = 0; i < 8 * per; i++) {
-            const int64_t b = sb * 8 + i / per;
-            if (kind == 0) {
-              values[i] = value(c, b, i % per);
-              continue;
-            }
-            const float offset = value(c, b, first + i % per);
-            const float scale = value(c, b, scaleOfOffset(first + i % per));
-            values[i] = offset - fold * scale;
-            // The kernel adds fold * scale back (one rounding): exact only if this was.
-            if (static_cast<double>(values[i]) != static_cast<double>(offset) - fold * static_cast<double>(scale) ||
-                std::fma(fold, scale, values[i]) != offset)
-              return false;
+      for (int64_t sb = 0; sb < supers; sb++) {
+        for (int i = 0; i < 8 * per; i++) {
+          const int64_t b = sb * 8 + i / per;
+          if (kind == 0) {
+            values[i] = value(c, b, i % per);
+            continue;
           }
-          uint16_t factor = 0;
-          if (!FactorExactly(values, 8 * per, &factor, found, maxCode)) return false;
-          factors[(c * supers + sb) * 2 + kind] = factor;
-          for (int i = 0; i < 8 * per; i++)
-            codes[((c * blockCount + sb * 8 + i / per) * metaPerBlock) + first + i % per] = found[i];
+          const float offset = value(c, b, first + i % per);
+          const float scale = value(c, b, scaleOfOffset(first + i % per));
+          values[i] = offset - fold * scale;
+          // The kernel adds fold * scale back (one rounding): exact only if this was.
+          if (static_cast<double>(values[i]) != static_cast<double>(offset) - fold * static_cast<double>(scale) ||
+              std::fma(fold, scale, values[i]) != offset)
+            return false;
         }
+        uint16_t factor = 0;
+        if (!FactorExactly(values, 8 * per, &factor, found, minCode, maxCode)) return false;
+        factors[(c * supers + sb) * 2 + kind] = factor;
+        for (int i = 0; i < 8 * per; i++)
+          codes[((c * blockCount + sb * 8 + i / per) * metaPerBlock) + first + i % per] =
+              static_cast<int8_t>(found[i] - base);
+      }
       return true;
     };
     std::atomic<bool> exact{true};
@@ -1204,24 +1299,50 @@ const char* PackedBlockQuantWeight::PackAs(const PackForm& form, const uint8_t* 
       for (int64_t c = c0; c < c1 && exact.load(std::memory_order_relaxed); c++)
         if (!codeColumn(c)) exact.store(false, std::memory_order_relaxed);
     });
-    if (!exact.load()) codes.clear();
-    return exact.load();
+    if (!exact.load()) return false;
+    codeBase_[kind] = base;
+    return true;
   };
   offsetFold_ = halfFold;
-  // 4-bit codes where every value allows (Q2_K's sub-block scales and mins; a kernel form for 2-bit
-  // quants alone), else int8 ones.
-  bool coded4 = false;
-  if (!half && blockCount % 8 == 0)
-    for (const int maxCode : {15, 127}) {
-      if (maxCode == 15 && bits != 2) continue;
-      coded4 = maxCode == 15;
-      if (code(0.0f, maxCode)) break;
-      if (offsets != nullptr && code(8.0f, maxCode)) {
-        offsetFold_ = 8.0f;
-        break;
+  codeBase_[0] = codeBase_[1] = 0;
+  // Codes in the fewest bits every value allows: 4 (Q2_K's sub-block scales and mins; a kernel
+  // form for 2-bit quants alone), 6 (Q3_K's, Q4_K's and Q5_K's; 3- to 5-bit quants alone), or 8.
+  int codeBits = 0;
+  if (!half && blockCount % 8 == 0) {
+    codes.assign(static_cast<size_t>(n) * blockCount * metaPerBlock, 0);
+    factors.assign(static_cast<size_t>(n) * (blockCount / 8) * 2, 0);
+    struct CodeRange {
+      int bits, minCode, maxCode;
+    };
+    constexpr CodeRange kRanges[] = {{4, 0, 15}, {6, 0, 63}, {6, -32, 31}, {8, -128, 127}};
+    for (const int width : {4, 6, 8}) {
+      if ((width == 4 && bits != 2) || (width == 6 && (bits < 3 || bits > 5))) continue;
+      // Each kind in the first of this width's ranges that holds all its codes.
+      auto codeIn = [&](int kind, float fold) {
+        for (const CodeRange& r : kRanges)
+          if (r.bits == width && codeKind(kind, fold, r.minCode, r.maxCode, width == 6 ? r.minCode : 0)) return true;
+        return false;
+      };
+      if (!codeIn(0, 0.0f)) continue;
+      if (offsets != nullptr) {
+        if (codeIn(1, 0.0f)) offsetFold_ = 0.0f;
+        else if (codeIn(1, 8.0f)) offsetFold_ = 8.0f;
+        else continue;
       }
+      codeBits = width;
+      break;
     }
-  meta_ = half ? kHalfMeta : codes.empty() ? kFloatMeta : coded4 ? kCoded4Meta : kCodedMeta;
+    if (codeBits == 0) {
+      codes.clear();
+      codeBase_[0] = codeBase_[1] = 0;
+      offsetFold_ = halfFold;
+    }
+  }
+  meta_ = half              ? kHalfMeta
+          : codeBits == 0 ? kFloatMeta
+          : codeBits == 4 ? kCoded4Meta
+          : codeBits == 6 ? kCoded6Meta
+                          : kCodedMeta;
   layout_ = BlockLayout(bits, offsetsPerBlock, meta_, pairs);
   tileBytes_ = layout_.TileBytes(blocks());
   data_ = static_cast<uint8_t*>(AllocateWeights(bytes()));
@@ -1243,8 +1364,17 @@ const char* PackedBlockQuantWeight::PackAs(const PackForm& form, const uint8_t* 
             uint8_t* at = tileData + layout_.Meta(b, which);
             if (IsCoded(meta_)) {
               const int8_t code = codes[(column * blockCount + b) * metaPerBlock + which];
-              if (meta_ == kCoded4Meta) at[lane % 8] |= static_cast<uint8_t>(code << (4 * (lane / 8)));
-              else at[lane] = static_cast<uint8_t>(code);
+              if (meta_ == kCoded4Meta) {
+                at[lane % 8] |= static_cast<uint8_t>(code << (4 * (lane / 8)));
+              } else if (meta_ == kCoded6Meta) {
+                // Bits 6 lane.. of the 12 bytes, little-endian.
+                const int bit = 6 * lane;
+                const int shifted = static_cast<uint8_t>(code) << (bit % 8);
+                at[bit / 8] |= static_cast<uint8_t>(shifted);
+                if (shifted > 255) at[bit / 8 + 1] |= static_cast<uint8_t>(shifted >> 8);
+              } else {
+                at[lane] = static_cast<uint8_t>(code);
+              }
               const uint16_t factor =
                   factors[(column * (blockCount / 8) + b / 8) * 2 + (which < scalesPerBlock ? 0 : 1)];
               std::memcpy(tileData + layout_.Factors(b, which) + 2 * lane, &factor, 2);
@@ -1318,7 +1448,16 @@ float PackedBlockQuantWeight::MetaValue(int t, int b, int which, int lane) const
   if (IsCoded(meta_)) {
     uint16_t factor;
     std::memcpy(&factor, tile(t) + layout_.Factors(b, which) + 2 * lane, 2);
-    const int code = meta_ == kCoded4Meta ? at[lane % 8] >> (4 * (lane / 8)) & 15 : static_cast<int8_t>(at[lane]);
+    int code;
+    if (meta_ == kCoded4Meta) {
+      code = (at[lane % 8] >> (4 * (lane / 8))) & 15;
+    } else if (meta_ == kCoded6Meta) {
+      const int bit = 6 * lane;
+      const int two = at[bit / 8] | (bit / 8 + 1 < 12 ? at[bit / 8 + 1] << 8 : 0);
+      code = ((two >> (bit % 8)) & 63) + codeBase(which);
+    } else {
+      code = static_cast<int8_t>(at[lane]);
+    }
     const float coded = HalfToFloat(factor) * static_cast<float>(code);
     if (which < layout_.scalesPerBlock) return coded;
     return std::fma(offsetFold_, MetaValue(t, b, pairOffsets_ ? which - layout_.scalesPerBlock : 0, lane), coded);
@@ -1419,23 +1558,32 @@ void BlockQuantMatMul(const PackedProjection& w, const float* in, int64_t rows, 
   // With a glu, item t is gate tile t and up tile t + half, each computed into a small buffer;
   // only glu(gate, up) is written out.
   const int halfTiles = n / 2 / kTile;
+  // With more than 4 rows a tile is gone over in several passes: the first keeps its decoded
+  // metadata for the others (gate's and up's apart).
+  thread_local KeptMeta keptGate, keptUp;
   auto runTile = [&](size_t item) {
     const int tile = static_cast<int>(item);
+    KeptMeta* kept[2] = {nullptr, nullptr};
+    if (rows > 4) {
+      keptGate.valid = keptUp.valid = false;
+      kept[0] = &keptGate;
+      kept[1] = &keptUp;
+    }
     for (int64_t row0 = 0; row0 < rows; row0 += kRowGroup) {
       const int group = static_cast<int>(std::min<int64_t>(kRowGroup, rows - row0));
       if (parallel) awaitGroup(row0 / kRowGroup);
       int local;
       const PackedBlockQuantWeight& part = w.PartOfTile(tile, &local);
       if (!gated) {
-        TileRows(part, local, quantized, row0, group, out + row0 * n + tile * kTile, n);
+        TileRows(part, local, quantized, row0, group, out + row0 * n + tile * kTile, n, kept[0]);
         continue;
       }
       alignas(64) float gate[kRowGroup][kTile];
       alignas(64) float up[kRowGroup][kTile];
-      TileRows(part, local, quantized, row0, group, gate[0], kTile);
+      TileRows(part, local, quantized, row0, group, gate[0], kTile, kept[0]);
       int upLocal;
       const PackedBlockQuantWeight& upPart = w.PartOfTile(tile + halfTiles, &upLocal);
-      TileRows(upPart, upLocal, quantized, row0, group, up[0], kTile);
+      TileRows(upPart, upLocal, quantized, row0, group, up[0], kTile, kept[1]);
       for (int r = 0; r < group; r++) {
         GluInPlace(glu, gate[r], up[r], kTile);
         std::memcpy(out + (row0 + r) * (n / 2) + tile * kTile, gate[r], sizeof gate[r]);

@@ -40,9 +40,12 @@ namespace ortserve {
 // (256 inputs), a half factor, the value being factor * code exactly (GGUF's K-quants store
 // theirs so: an fp16 super-block scale times 6- or 8-bit sub-block scales); or coded in 4 bits,
 // when every code is 0..15 (GGUF's Q2_K: 4-bit sub-block scales and mins), two to a byte: byte i
-// of a block's 16 holds column i's in its low nibble, column 8 + i's in its high one.
-enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2, kCoded4Meta = 3 };
-constexpr bool IsCoded(int meta) { return meta == kCodedMeta || meta == kCoded4Meta; }
+// of a block's 8 holds column i's in its low nibble, column 8 + i's in its high one; or coded in
+// 6 bits, when every code of a kind (scales, offsets) lies in 0..63 or in -32..31 (Q4_K's and
+// Q5_K's scales and mins, Q3_K's signed scales), stored less that range's low end (the weight's
+// codeBase) in 12 bytes: column i's in bits 6i..6i + 5, little-endian.
+enum MetaKind : int { kFloatMeta = 0, kHalfMeta = 1, kCodedMeta = 2, kCoded4Meta = 3, kCoded6Meta = 4 };
+constexpr bool IsCoded(int meta) { return meta == kCodedMeta || meta == kCoded4Meta || meta == kCoded6Meta; }
 
 // Where a block's quants, scales and offsets sit within its tile, for one kind of weight (bits,
 // offsets per block: 0, 1, or 2 with offsets per 16 inputs, metadata kind, scales per 16):
@@ -71,7 +74,11 @@ struct BlockLayout {
         meta(metaKind),
         scalesPerBlock(pairScales ? 2 : 1),
         offsetsPerBlock(offsetsPerBlock_),
-        metaBytes(metaKind == kCoded4Meta ? 8 : metaKind == kCodedMeta ? 16 : metaKind == kHalfMeta ? 32 : 64),
+        metaBytes(metaKind == kCoded4Meta   ? 8
+                  : metaKind == kCoded6Meta ? 12
+                  : metaKind == kCodedMeta  ? 16
+                  : metaKind == kHalfMeta   ? 32
+                                            : 64),
         blockMetaBytes(metaBytes * (scalesPerBlock + offsetsPerBlock_)),
         groupShift(IsCoded(metaKind) ? 3 : blockMetaBytes % 64 != 0 ? 1 : 0),
         groupStride(IsCoded(metaKind)
@@ -147,8 +154,9 @@ class PackedBlockQuantWeight {
   // Q4_1's offsets once the folded zero point is out, see offsetFold: 20 and 34 bytes per 32 weights, as in the file,
   // instead of 24 and 36 as float; a decode step reads every weight, so these bytes are its
   // time); else coded when k is a multiple of 256 and
-  // every super-block's values factor exactly into a half and int8 codes (GGUF's K-quants: Q4_K
-  // in 18.5 bytes per 32 weights instead of 24); else as float. Without offsets, half metadata
+  // every super-block's values factor exactly into a half and codes, in the fewest bits that
+  // hold them (GGUF's K-quants: Q4_K in 18 bytes per 32 weights, as in the file, instead of 24
+  // as float); else as float. Without offsets, half metadata
   // comes after each pair of blocks (32 + 32 bytes), so every block's quants stay 64-byte aligned.
   int tiles() const { return (n_ + 15) / 16; }
   int blocks() const { return k_ / 32; }
@@ -156,6 +164,9 @@ class PackedBlockQuantWeight {
   MetaKind metaKind() const { return meta_; }
   // Coded and half offsets are stored less this times the scale of the same inputs (0 or 8).
   float offsetFold() const { return offsetFold_; }
+  // 6-bit codes: what a stored code of metadata `which` (BlockLayout::Meta) is less than the code,
+  // 0 or -32 (scales and offsets each their own); else 0.
+  int codeBase(int which) const { return codeBase_[which < layout_.scalesPerBlock ? 0 : 1]; }
   // Packed bytes: what a decode step reads.
   size_t bytes() const { return static_cast<size_t>(tiles()) * tileBytes_; }
   const uint8_t* tile(int t) const { return data_ + static_cast<size_t>(t) * tileBytes_; }
@@ -173,6 +184,7 @@ class PackedBlockQuantWeight {
   bool hasOffsets_ = false;
   MetaKind meta_ = kFloatMeta;
   float offsetFold_ = 0.0f;
+  int codeBase_[2] = {0, 0};
   bool pairScales_ = false;
   bool pairOffsets_ = false;
   BlockLayout layout_{4, 0, kFloatMeta};

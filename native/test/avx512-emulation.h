@@ -110,6 +110,21 @@ inline __m512i _mm512_slli_epi16(__m512i a, unsigned count) {
   return EmulatedMap<__m512i, uint16_t>(
       [&](int i) { return static_cast<uint16_t>(count > 15 ? 0 : a.Lane<uint16_t>(i) << count); });
 }
+// a's 16 bytes in each 128-bit lane.
+inline __m512i _mm512_broadcast_i32x4(__m128i a) {
+  return EmulatedMap<__m512i, uint8_t>([&](int i) { return a.bytes[i % 16]; });
+}
+// Byte i: byte b's low 4 bits of i's 128-bit lane of a, or zero where b's top bit is set.
+inline __m512i _mm512_shuffle_epi8(__m512i a, __m512i b) {
+  return EmulatedMap<__m512i, uint8_t>([&](int i) {
+    return static_cast<uint8_t>(b.bytes[i] & 0x80 ? 0 : a.bytes[i / 16 * 16 + (b.bytes[i] & 15)]);
+  });
+}
+// Each 32-bit lane shifted right by b's lane, zero from 32 up.
+inline __m512i _mm512_srlv_epi32(__m512i a, __m512i b) {
+  return EmulatedMap<__m512i, uint32_t>(
+      [&](int i) { return b.Lane<uint32_t>(i) > 31 ? 0u : a.Lane<uint32_t>(i) >> b.Lane<uint32_t>(i); });
+}
 inline __m512i _mm512_add_epi32(__m512i a, __m512i b) {
   return EmulatedMap<__m512i, uint32_t>([&](int i) { return a.Lane<uint32_t>(i) + b.Lane<uint32_t>(i); });
 }

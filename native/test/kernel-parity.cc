@@ -1,8 +1,8 @@
 // The AVX-512 VNNI projection kernel held to the portable loop on any x86-64 CPU: block-quant-
 // matmul.cc built with ORTSERVE_EMULATE_AVX512 runs that kernel's code over avx512-emulation.h.
 // Every kind of packed weight (2, 3, 4, 5, 6 and 8 bits; scales per 32 or per 16; no offsets,
-// offsets per block or per half; float, half or coded scales (4-bit codes for 2-bit quants), offsets
-// folded or not; activations
+// offsets per block or per half; float, half or coded scales (4-bit codes for 2-bit quants, 6-bit
+// ones for 3- to 5-bit quants), offsets folded or not; activations
 // per 32 or per 256; with and without a SwiGLU) times 1 to 16 rows must give the portable loop's
 // floats bit for bit. Prints one line per kind of quants and exits 1 at the first difference.
 // Built and run by test/runner/avx512-emulated.test.ts:
@@ -62,7 +62,7 @@ Weights MakeWeights(const QuantForm& form, int n, int scaleBlock, int offsets, i
       if (form.inBits == 8) w.quants[i] = static_cast<uint8_t>(q);
       else w.quants[i / 2] |= static_cast<uint8_t>(q << (4 * (i % 2)));
     }
-  // Coded: per column and super-block of 256 inputs a half factor times int8 codes.
+  // Coded: per column and super-block of 256 inputs a half factor times integer codes.
   std::vector<float> factors(static_cast<size_t>(n) * (kK / 256) * 2);
   for (float& f : factors) f = RandomHalf();
   auto value = [&](int c, int g, int kind) {
@@ -70,6 +70,9 @@ Weights MakeWeights(const QuantForm& form, int n, int scaleBlock, int offsets, i
     if (meta == ortserve::kCodedMeta) return factor * Integer(-128, 127);
     // Q2_K's: scales d * sc, offsets -dmin * m, sc and m 0..15.
     if (meta == ortserve::kCoded4Meta) return factor * Integer(0, 15) * (kind == 1 ? -1.0f : 1.0f);
+    // Q4_K's and Q5_K's: sc and m 0..63; per 16, signed codes -32..31 as Q3_K's scales (both 6-bit).
+    if (meta == ortserve::kCoded6Meta)
+      return factor * (scaleBlock == 16 ? Integer(-32, 31) : Integer(0, 63) * (kind == 1 ? -1.0f : 1.0f));
     if (meta == ortserve::kHalfMeta) return ortserve::HalfToFloat(ortserve::FloatToHalf(Uniform(-0.05f, 0.05f)));
     return Uniform(-0.05f, 0.05f);
   };
@@ -154,11 +157,14 @@ int main() {
     int cases = 0;
     for (int scaleBlock : {32, 16})
       for (int offsets = 0; offsets <= (scaleBlock == 16 ? 2 : 1); offsets++)
-        for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta, ortserve::kCoded4Meta})
+        for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta, ortserve::kCoded4Meta,
+                         ortserve::kCoded6Meta})
           for (float fold : {0.0f, 8.0f}) {
             if (fold != 0.0f && (offsets == 0 || meta == ortserve::kFloatMeta)) continue;
             // 4-bit codes are a form of 2-bit quants' alone.
             if (meta == ortserve::kCoded4Meta && form.packedBits != 2) continue;
+            // 6-bit codes, of 3- to 5-bit quants' alone.
+            if (meta == ortserve::kCoded6Meta && (form.packedBits < 3 || form.packedBits > 5)) continue;
             for (int activationBlock : {32, 256})
               for (Glu glu : {Glu::kNone, Glu::kSwiGlu}) {
                 // 40 columns end in a partial tile; a glu needs whole tiles in each half.
@@ -202,10 +208,11 @@ int main() {
     total += cases;
   }
   // A stack as Q4_K_M's Q, K and V come (a Q4_K part, a Q6_K one, and a Q2_K one for its offsets
-  // per 16), all 8-bit with scales per 16: packed as three parts, each in its own form.
+  // per 16), all 8-bit with scales per 16: packed as three parts, each in its own form (with 6-bit
+  // codes, the Q4_K part's alone: the others' quants take int8 ones).
   {
     int cases = 0;
-    for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta})
+    for (int meta : {ortserve::kFloatMeta, ortserve::kHalfMeta, ortserve::kCodedMeta, ortserve::kCoded6Meta})
       for (int activationBlock : {32, 256}) {
         const Weights stack = Stacked({
             {Widened(MakeWeights(kForms[2], 32, 32, 1, meta, 0.0f), 4, 32, 32), 32},

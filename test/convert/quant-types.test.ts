@@ -288,12 +288,13 @@ const KERNEL_BITS: Record<string, number> = {
   Q8_0: 8.5,
   Q5_0: 5.5,
   Q5_1: 6.0,
-  Q4_K: 4.625,
-  Q5_K: 5.625,
+  // K-quants' sub-block scale (and min) codes as narrow as the file's: 6 bits (Q4_K, Q5_K, Q3_K),
+  // 4 (Q2_K), 8 (Q6_K); Q6_K and Q3_K padded so each super-block's quants stay 64-byte aligned.
+  Q4_K: 4.5,
+  Q5_K: 5.5,
   Q6_K: 6.625,
-  // 3- and 2-bit quants (the kernel's narrow forms); Q3_K's 6-bit sub-block scale codes as int8,
-  // Q2_K's 4-bit scale and min codes in 4 bits.
-  Q3_K: 3.625,
+  // 3- and 2-bit quants (the kernel's narrow forms).
+  Q3_K: 3.5,
   Q2_K: 2.625,
 };
 

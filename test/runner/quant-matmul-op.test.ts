@@ -111,7 +111,7 @@ function weight(
     // Scales from 1 (the JavaScript reference recovers q by dividing by them), offsets from -32.
     return factor * (signed ? Math.floor(next() * 64) - 32 : 1 + Math.floor(next() * 63));
   };
-  const q6k = bits === 8 && scaleBlock === 16 && !withOffsets;
+  const q6k = isQ6kScales(bits, scaleBlock, withOffsets);
   const scales = Float32Array.from({ length: blocks * perBlock }, (_, i) =>
     value(i, perSuper, 0.05, false, q6k),
   );
@@ -130,12 +130,17 @@ function weight(
   return { bits, blockSize: scaleBlock, n, k, data, scales, offsets };
 }
 
+/** Whether `weight` draws a weight's coded scales as Q6_K's (int8): 8-bit, per 16, no offsets. */
+function isQ6kScales(bits: number, scaleBlock: number, withOffsets: boolean): boolean {
+  return bits === 8 && scaleBlock === 16 && !withOffsets;
+}
+
 /**
  * The bytes BlockQuantMatMul packs a weight into: per 16 columns and block of 32 inputs the quants,
  * then 16 scales (and offsets), 2 bytes each when half, else 4; half scales without offsets go
  * after pairs of blocks (64 bytes, keeping the quants 64-byte aligned).
  */
-function packedBytes(w: NBitsWeight, meta: Meta, codeBytes = 1): number {
+function packedBytes(w: NBitsWeight, meta: Meta, fourBitCodes = false): number {
   const blocks = w.k / 32;
   // 8-bit quants in 112..143 or 128..159 are packed in 5 bits, within 32 of the zero point in 6;
   // 4-bit ones all in 8..11 in 2, all in 4..11 in 3.
@@ -153,7 +158,14 @@ function packedBytes(w: NBitsWeight, meta: Meta, codeBytes = 1): number {
   const quantBytes = (16 * 32 * bits) / 8;
   const values = 32 / w.blockSize + (w.offsets ? (offsetsPerHalf(w) ? 2 : 1) : 0);
   if (meta === "coded") {
-    // Super-blocks of 8 blocks: their quants, an int8 code per value, 16 half factors per kind.
+    // Super-blocks of 8 blocks: their quants, a code per value, 16 half factors per kind. The
+    // codes `weight` draws fit 4 bits (fourBitCodes), 6 (0..63 or -32..31, kept for 3- to 5-bit
+    // quants) or, Q6_K's, 8.
+    const codeBytes = fourBitCodes
+      ? 0.5
+      : bits >= 3 && bits <= 5 && !isQ6kScales(w.bits, w.blockSize, w.offsets !== undefined)
+        ? 0.75
+        : 1;
     const superBytes = 8 * (quantBytes + 16 * codeBytes * values) + 32 * (w.offsets ? 2 : 1);
     return Math.ceil(w.n / 16) * (blocks / 8) * Math.ceil(superBytes / 64) * 64;
   }
@@ -538,7 +550,7 @@ describe.skipIf(!nativeSessions?.blockQuantMatMul)("ortserve.BlockQuantMatMul", 
         const open = (model: string) =>
           nativeSessions!.create(model, { intraOpThreads: 2, interOpThreads: 1, cachedAttention: true });
         const ours = open(path);
-        expect(ours.packedWeightBytes).toBe(packedBytes(w, meta, "fourBitCodes" in c ? 0.5 : 1));
+        expect(ours.packedWeightBytes).toBe(packedBytes(w, meta, "fourBitCodes" in c));
         // The same weights but column 0's first scale off the half grid (and any factor's): packed
         // as float.
         const floatScales = Float32Array.from(w.scales);

@@ -21,13 +21,9 @@
  * allows it.
  *
  * The ONNX file stores these 4- and 8-bit; the native kernel packs them back as narrow as the
- * values allow (2-bit Q2_K, 3-bit Q3_K, 5-bit Q5_0/Q5_1/Q5_K, 6-bit Q6_K; K-quant scales coded
- * into int8, Q2_K's into 4 bits, under a half factor: docs/formats-and-kernels.md has the bits per
- * weight it reads).
- * Debt: the kernel reads the 6-bit sub-block codes of Q3_K, Q4_K and Q5_K as int8 (0.125 to 0.1875
- * bits/weight over the file). Codes packed in 6 bits cut a 1.5B Q4_K_M step's bytes by ~2% but
- * made 16 rows ~11% slower on AVX2 (`bench/quant-matmul.ts --rows 16`, Q4_K), each pass of 4 rows
- * decoding the block's metadata again: they wait for a kernel that decodes it once for all rows.
+ * values allow (2-bit Q2_K, 3-bit Q3_K, 5-bit Q5_0/Q5_1/Q5_K, 6-bit Q6_K; K-quant sub-block
+ * scales coded under a half factor in the file's widths, 4, 6 or 8 bits:
+ * docs/formats-and-kernels.md has the bits per weight it reads).
  *
  * The kernels quantize activations to int8 in blocks of 32 (as llama.cpp's Q8_0/Q8_1), or, asked
  * with `q8kActivations`, for the K-quants in llama.cpp's own Q8_K blocks of 256 (one scale per 256
