@@ -507,8 +507,8 @@ ORTSERVE_AVX2_FMA inline __m256 LoadMeta8(const PackedBlockQuantWeight& w, const
 // How a pass over a tile reads its blocks' metadata as floats. Coded metadata takes 5 instructions
 // or more per 8 values to decode (6-bit codes 8), and AVX2 goes over a tile once per 4 rows: with
 // more rows the first pass decodes it and keeps the floats (kDecodeAndKeep), the others read them
-// back (kKept), so a 16-row step decodes each tile's codes once instead of 4 times. The floats are
-// the same either way.
+// back (kKept), so a 16-row step decodes each tile's codes once instead of 4 times (4- and 6-bit
+// codes: TileRowsAvx2 says why not int8 ones). The floats are the same either way.
 enum MetaPass : int { kDecode, kDecodeAndKeep, kKept };
 template <int Meta, int Pass>
 struct MetaAvx2 {
@@ -518,10 +518,11 @@ struct MetaAvx2 {
   float* kept;  // 16 floats per block and metadata `which`, for kDecodeAndKeep and kKept
 
   ORTSERVE_AVX2_FMA __m256 Load(int b, int which, int h) const {
+    if constexpr (Pass == kDecode) return LoadMeta8<Meta>(w, tile, layout, b, which, h);
     float* at = kept + (static_cast<int64_t>(b) * (layout.scalesPerBlock + layout.offsetsPerBlock) + which) * kTile + 8 * h;
     if constexpr (Pass == kKept) return _mm256_load_ps(at);
     const __m256 v = LoadMeta8<Meta>(w, tile, layout, b, which, h);
-    if constexpr (Pass == kDecodeAndKeep) _mm256_store_ps(at, v);
+    _mm256_store_ps(at, v);
     return v;
   }
 };
@@ -1559,7 +1560,7 @@ void BlockQuantMatMul(const PackedProjection& w, const float* in, int64_t rows, 
   // only glu(gate, up) is written out.
   const int halfTiles = n / 2 / kTile;
   // With more than 4 rows a tile is gone over in several passes: the first keeps its decoded
-  // metadata for the others (gate's and up's apart).
+  // metadata for the others (gate's and up's apart), on the thread that runs the tile.
   thread_local KeptMeta keptGate, keptUp;
   auto runTile = [&](size_t item) {
     const int tile = static_cast<int>(item);
